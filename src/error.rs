@@ -1,0 +1,75 @@
+//! Library errors, layered: parameter errors, solver errors, output errors.
+
+use thiserror::Error;
+
+/// A parameter (or override) that cannot be used.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ParamError {
+    #[error("unknown parameter `{0}`")]
+    UnknownKey(String),
+    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    OutOfRange {
+        field: String,
+        value: f64,
+        allowed: String,
+    },
+    #[error("parameter `{field}` must be an integer, got {value}")]
+    NotInteger { field: String, value: f64 },
+    #[error(
+        "parameter `{field}` has {len} entries but n_legs = {n_legs}: one per leg is required"
+    )]
+    WrongLength {
+        field: String,
+        len: usize,
+        n_legs: usize,
+    },
+    #[error("parameter `{field}`: cannot read `{value}`, expected {expected}")]
+    BadValue {
+        field: String,
+        value: String,
+        expected: String,
+    },
+    #[error("`{0}` is not an assignment: write key=value")]
+    BadAssignment(String),
+}
+
+/// Failure of a run setting (not a model parameter).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SettingsError {
+    #[error("setting `{field}` = {value} is out of range: allowed is {allowed}")]
+    OutOfRange {
+        field: String,
+        value: f64,
+        allowed: String,
+    },
+}
+
+/// Failures of the stiff reference solver.
+#[derive(Debug, Error)]
+pub enum SolverError {
+    #[error("solver could not be set up: {0}")]
+    Setup(String),
+    #[error("step failed at t = {time}: {message}")]
+    StepFailed { time: f64, message: String },
+}
+
+/// Failures while writing or reading outputs.
+#[derive(Debug, Error)]
+pub enum OutputError {
+    #[error("i/o error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parquet error on {path}: {source}")]
+    Parquet {
+        path: String,
+        #[source]
+        source: parquet::errors::ParquetError,
+    },
+    #[error("arrow error: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    #[error("plot error on {path}: {message}")]
+    Plot { path: String, message: String },
+}

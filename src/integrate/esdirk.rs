@@ -1,0 +1,416 @@
+//! The stiff reference integrator: ESDIRK3(4) (4 stages, L-stable, stiffly accurate,
+//! the tableau diffsol calls `esdirk34`) with embedded error control, written for
+//! this model's structure.
+//!
+//! Why not hand everything to a general solver: with y = (q, v) each implicit stage
+//! only needs V (Q = q̃ + hγV), so Newton works on `I − hγ·∂a/∂v − (hγ)²·∂a/∂q` of
+//! size 4nN+3 instead of 2(4nN+3)+1, and that matrix is banded (legs couple to their
+//! neighbours only through base nodes) with a dense 3-wide border (the body). The
+//! Jacobian takes ~60 structured finite differences instead of ~370, and the LU
+//! costs O(N) instead of O(N³). diffsol's BDF/ESDIRK on the full dense system gave the
+//! same solution (tested) at 5–10× the cost.
+
+use super::bordered_band::BorderedBand;
+use crate::model::Robot;
+use crate::reference::{ReferenceSettings, SolverStats};
+use crate::sample::{state_is_sane, Sample, Status};
+
+const GAMMA: f64 = 0.435_866_521_508_459;
+const A: [[f64; 4]; 4] = [
+    [0.0, 0.0, 0.0, 0.0],
+    [GAMMA, GAMMA, 0.0, 0.0],
+    [
+        0.140_737_774_724_706_2,
+        -0.108_365_551_381_320_8,
+        GAMMA,
+        0.0,
+    ],
+    [
+        0.102_399_400_619_911,
+        -0.376_878_452_255_556_1,
+        0.838_612_530_127_186_1,
+        GAMMA,
+    ],
+];
+/// b − b̂ (error weights).
+const D: [f64; 4] = [
+    -0.054_625_497_240_413_94,
+    -0.494_208_893_625_994_96,
+    0.221_934_499_735_064_66,
+    0.326_899_891_131_344_27,
+];
+const STAGES: usize = 4;
+/// Newton stops when the estimated remaining error is below KAPPA (in tolerance units).
+const KAPPA: f64 = 0.05;
+const MAX_NEWTON: usize = 8;
+
+/// Accelerations and actuation power of the robot: the right-hand side.
+struct System<'a> {
+    robot: &'a Robot,
+    nq: usize,
+    evals: usize,
+}
+
+impl System<'_> {
+    fn accel(&mut self, q: &[f64], v: &[f64], a: &mut [f64]) -> f64 {
+        self.evals += 1;
+        self.robot.accelerations(q, v, a)
+    }
+
+    /// ∂a/∂q and ∂a/∂v (dense row-major) by forward differences, columns grouped by
+    /// the model's structure so that columns sharing a group touch disjoint rows.
+    fn jacobian(&mut self, q: &[f64], v: &[f64], a0: &[f64], jq: &mut [f64], jv: &mut [f64]) {
+        let (nq, l) = (self.nq, self.robot.leg_dofs);
+        let n_legs = self.robot.n_legs;
+        let body = n_legs * l;
+        let (a1, c1) = (self.robot.idx.a(0), self.robot.idx.c(0));
+        let mut qp = q.to_vec();
+        let mut vp = v.to_vec();
+        let mut ap = vec![0.0; nq];
+        let step = |x: f64| f64::EPSILON.sqrt() * x.abs().max(1.0);
+        // Velocity columns: leg velocities act on their own leg only, body velocities on
+        // the body only; so local column k of every leg and body column k share a group.
+        for k in 0..l {
+            let mut cols: Vec<usize> = (0..n_legs).map(|i| i * l + k).collect();
+            if k < 3 {
+                cols.push(body + k);
+            }
+            let deltas: Vec<f64> = cols.iter().map(|&c| step(v[c])).collect();
+            for (&c, d) in cols.iter().zip(&deltas) {
+                vp[c] = v[c] + d;
+            }
+            self.accel(q, &vp, &mut ap);
+            for (&c, d) in cols.iter().zip(&deltas) {
+                vp[c] = v[c];
+                let rows = if c >= body {
+                    body..nq
+                } else {
+                    (c / l) * l..(c / l + 1) * l
+                };
+                for r in rows {
+                    jv[r * nq + c] = (ap[r] - a0[r]) / d;
+                }
+            }
+        }
+        // Interior position columns (not a base node) act on their own leg only.
+        for k in (0..l).filter(|&k| k != a1 && k != c1) {
+            let cols: Vec<usize> = (0..n_legs).map(|i| i * l + k).collect();
+            let deltas: Vec<f64> = cols.iter().map(|&c| step(q[c])).collect();
+            for (&c, d) in cols.iter().zip(&deltas) {
+                qp[c] = q[c] + d;
+            }
+            self.accel(&qp, v, &mut ap);
+            for (&c, d) in cols.iter().zip(&deltas) {
+                qp[c] = q[c];
+                for r in (c / l) * l..(c / l + 1) * l {
+                    jq[r * nq + c] = (ap[r] - a0[r]) / d;
+                }
+            }
+        }
+        // Base-node and body positions reach neighbours and the body: one at a time.
+        let wide: Vec<usize> = (0..n_legs)
+            .flat_map(|i| [i * l + a1, i * l + c1])
+            .chain(body..nq)
+            .collect();
+        for c in wide {
+            let d = step(q[c]);
+            qp[c] = q[c] + d;
+            self.accel(&qp, v, &mut ap);
+            qp[c] = q[c];
+            for r in 0..nq {
+                jq[r * nq + c] = (ap[r] - a0[r]) / d;
+            }
+        }
+    }
+}
+
+/// Weighted RMS norm of e with weights atol + rtol·|y|.
+fn wrms(e: &[f64], y: &[f64], rtol: f64, atol: f64) -> f64 {
+    let s: f64 = e
+        .iter()
+        .zip(y)
+        .map(|(e, y)| {
+            let w = e / (atol + rtol * y.abs());
+            w * w
+        })
+        .sum();
+    (s / e.len() as f64).sqrt()
+}
+
+/// Integrate from the initial state to `t_final`; see [`crate::reference::run_reference`].
+pub fn integrate(
+    robot: &Robot,
+    settings: &ReferenceSettings,
+    sample_times: &[f64],
+    on_sample: &mut dyn FnMut(&Sample),
+    on_progress: &mut dyn FnMut(f64),
+) -> (Status, SolverStats) {
+    let t_final = robot.p.t_final;
+    let nq = robot.nq();
+    let l = robot.leg_dofs;
+    let (rtol, atol) = (settings.rtol, settings.atol);
+    let mut sys = System {
+        robot,
+        nq,
+        evals: 0,
+    };
+    let mut stats = SolverStats::default();
+
+    let (mut q, mut v) = robot.initial_state();
+    let mut work = 0.0;
+    let mut t = 0.0;
+    let mut a_n = vec![0.0; nq];
+    let mut p_n = sys.accel(&q, &v, &mut a_n);
+
+    // Stage storage: velocities (= q-slopes), accelerations and powers.
+    let mut vs = vec![vec![0.0; nq]; STAGES];
+    let mut accs = vec![vec![0.0; nq]; STAGES];
+    let mut pw = [0.0; STAGES];
+    let (mut q_t, mut v_t) = (vec![0.0; nq], vec![0.0; nq]);
+    let (mut q_s, mut res) = (vec![0.0; nq], vec![0.0; nq]);
+    let (mut q_new, mut v_new) = (vec![0.0; nq], vec![0.0; nq]);
+    let (mut err_q, mut err_v) = (vec![0.0; nq], vec![0.0; nq]);
+
+    // Jacobian and the factorised Newton matrix.
+    let (mut jq, mut jv) = (vec![0.0; nq * nq], vec![0.0; nq * nq]);
+    let mut newton = BorderedBand::new(nq, 3, 2 * l - 1, l + 2 * robot.n_nodes);
+    let mut jac_fresh = false;
+    let mut jac_valid = false;
+    let mut lu_hg = f64::NAN;
+
+    let mut next = 0usize;
+    if sample_times.first() == Some(&0.0) {
+        on_sample(&Sample::from_state(robot, 0.0, &q, 0.0));
+        next = 1;
+    }
+
+    let mut h = 1e-6_f64.min(t_final);
+    let mut rejected_last = false;
+    let mut err_prev = 1.0_f64;
+    let status = loop {
+        if stats.steps >= settings.max_steps {
+            break Status::SolverFailed { time: t };
+        }
+        let last = t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final;
+        let h_step = if last { t_final - t } else { h };
+        let hg = h_step * GAMMA;
+        if !jac_valid {
+            sys.jacobian(&q, &v, &a_n, &mut jq, &mut jv);
+            stats.jacobian_evals += 1;
+            jac_valid = true;
+            jac_fresh = true;
+            lu_hg = f64::NAN;
+        }
+        if lu_hg != hg {
+            // Only the band and the border are non-zero (the factorisation touches nothing else).
+            newton.a.fill(0.0);
+            for r in 0..nq {
+                for c in newton.pattern(r) {
+                    let i = r * nq + c;
+                    newton.a[i] = -hg * jv[i] - hg * hg * jq[i] + if r == c { 1.0 } else { 0.0 };
+                }
+            }
+            if newton.factor().is_err() {
+                break Status::SolverFailed { time: t };
+            }
+            stats.lu_factorizations += 1;
+            lu_hg = hg;
+        }
+
+        // Stage 0 is explicit (FSAL): the derivative at y_n.
+        vs[0].copy_from_slice(&v);
+        accs[0].copy_from_slice(&a_n);
+        pw[0] = p_n;
+        let mut newton_failed = false;
+        let mut max_rate: f64 = 0.0;
+        for i in 1..STAGES {
+            for k in 0..nq {
+                let (mut sq, mut sv) = (0.0, 0.0);
+                for j in 0..i {
+                    sq += A[i][j] * vs[j][k];
+                    sv += A[i][j] * accs[j][k];
+                }
+                q_t[k] = q[k] + h_step * sq;
+                v_t[k] = v[k] + h_step * sv;
+            }
+            // Predictor: V_i = ṽ + hγ a_i with a_i ≈ the previous stage's acceleration.
+            let vi = &mut vs[i];
+            for k in 0..nq {
+                vi[k] = v_t[k] + hg * accs[i - 1][k];
+            }
+            let mut prev_norm = f64::NAN;
+            let mut converged = false;
+            for it in 0..MAX_NEWTON {
+                for k in 0..nq {
+                    q_s[k] = q_t[k] + hg * vi[k];
+                }
+                pw[i] = sys.accel(&q_s, vi, &mut accs[i]);
+                for k in 0..nq {
+                    res[k] = -(vi[k] - v_t[k] - hg * accs[i][k]);
+                }
+                if !res.iter().all(|x| x.is_finite()) {
+                    break;
+                }
+                newton.solve(&mut res);
+                stats.newton_iterations += 1;
+                for k in 0..nq {
+                    vi[k] += res[k];
+                }
+                let norm = wrms(&res, vi, rtol, atol);
+                if it == 0 {
+                    if norm < 1e-3 * KAPPA {
+                        converged = true;
+                    }
+                } else {
+                    let rate = norm / prev_norm;
+                    max_rate = max_rate.max(rate);
+                    if rate >= 0.9 {
+                        break;
+                    }
+                    if rate / (1.0 - rate) * norm <= KAPPA || norm < 1e-3 * KAPPA {
+                        converged = true;
+                    }
+                }
+                if converged {
+                    for k in 0..nq {
+                        q_s[k] = q_t[k] + hg * vi[k];
+                    }
+                    pw[i] = sys.accel(&q_s, vi, &mut accs[i]);
+                    break;
+                }
+                prev_norm = norm;
+            }
+            if !converged {
+                newton_failed = true;
+                break;
+            }
+        }
+
+        if newton_failed {
+            stats.newton_failures += 1;
+            if jac_fresh {
+                h *= 0.25;
+            } else {
+                jac_valid = false;
+            }
+            if h < 1e-14 * t_final.max(1.0) {
+                break Status::SolverFailed { time: t };
+            }
+            continue;
+        }
+
+        // Stiffly accurate: the last stage is the new state.
+        for k in 0..nq {
+            q_new[k] = q_t[k] + hg * vs[STAGES - 1][k];
+            v_new[k] = vs[STAGES - 1][k];
+            let (mut eq, mut ev) = (0.0, 0.0);
+            for j in 0..STAGES {
+                eq += D[j] * vs[j][k];
+                ev += D[j] * accs[j][k];
+            }
+            err_q[k] = h_step * eq;
+            err_v[k] = h_step * ev;
+        }
+        // Filter the raw estimate through (I − hγJ)⁻¹ (Hairer–Wanner): stiff components
+        // (servo, penalty) are damped by the method but not by the raw estimate.
+        // Reduced form: M e'_v = e_v + hγ A_q e_q, e'_q = e_q + hγ e'_v.
+        for r in 0..nq {
+            let row = &jq[r * nq..(r + 1) * nq];
+            res[r] = err_v[r] + hg * newton.pattern(r).map(|c| row[c] * err_q[c]).sum::<f64>();
+        }
+        newton.solve(&mut res);
+        for k in 0..nq {
+            err_v[k] = res[k];
+            err_q[k] += hg * res[k];
+        }
+        let scale_q: Vec<f64> = q
+            .iter()
+            .zip(&q_new)
+            .map(|(a, b)| a.abs().max(b.abs()))
+            .collect();
+        let scale_v: Vec<f64> = v
+            .iter()
+            .zip(&v_new)
+            .map(|(a, b)| a.abs().max(b.abs()))
+            .collect();
+        let eq = wrms(&err_q, &scale_q, rtol, atol);
+        let ev = wrms(&err_v, &scale_v, rtol, atol);
+        let err = ((eq * eq + ev * ev) / 2.0).sqrt();
+        let err_ok = err.is_finite() && err <= 1.0;
+        // PI step-size controller (Gustafsson), exponents for an order-2 estimate.
+        let factor = if err.is_finite() {
+            let e = err.max(1e-10);
+            (0.9 * e.powf(-0.7 / 3.0) * err_prev.powf(0.4 / 3.0)).clamp(0.2, 2.0)
+        } else {
+            0.2
+        };
+
+        if !err_ok {
+            stats.rejected_steps += 1;
+            h *= factor.min(0.9);
+            rejected_last = true;
+            if h < 1e-14 * t_final.max(1.0) {
+                break Status::SolverFailed { time: t };
+            }
+            continue;
+        }
+
+        // Accept.
+        stats.steps += 1;
+        let t_new = t + h_step;
+        let w_new = work + h_step * (0..STAGES).map(|j| A[STAGES - 1][j] * pw[j]).sum::<f64>();
+        if !state_is_sane(&q_new) || !v_new.iter().all(|x| x.is_finite()) {
+            break Status::Diverged { time: t_new };
+        }
+        // Samples inside (t, t_new]: cubic Hermite in q (order 3, like the method).
+        while next < sample_times.len() && sample_times[next] <= t_new {
+            let ts = sample_times[next];
+            let s = (ts - t) / h_step;
+            let (h00, h10, h01, h11) = (
+                (1.0 + 2.0 * s) * (1.0 - s) * (1.0 - s),
+                s * (1.0 - s) * (1.0 - s),
+                s * s * (3.0 - 2.0 * s),
+                s * s * (s - 1.0),
+            );
+            let qi: Vec<f64> = (0..nq)
+                .map(|k| {
+                    h00 * q[k] + h10 * h_step * v[k] + h01 * q_new[k] + h11 * h_step * v_new[k]
+                })
+                .collect();
+            on_sample(&Sample::from_state(
+                robot,
+                ts,
+                &qi,
+                work + s * (w_new - work),
+            ));
+            next += 1;
+        }
+        std::mem::swap(&mut q, &mut q_new);
+        std::mem::swap(&mut v, &mut v_new);
+        a_n.copy_from_slice(&accs[STAGES - 1]);
+        p_n = pw[STAGES - 1];
+        work = w_new;
+        t = t_new;
+        on_progress(t);
+        if last {
+            break Status::Ok;
+        }
+        // Step-size choice; keep h (and the LU) when the change would be small.
+        let mut ratio = factor;
+        if rejected_last {
+            ratio = ratio.min(1.0);
+        }
+        if !(0.9..=1.3).contains(&ratio) {
+            h *= ratio;
+        }
+        rejected_last = false;
+        jac_fresh = false;
+        err_prev = err.max(1e-4);
+        // Slow Newton convergence: the Jacobian is stale (contact switched, legs turned).
+        if max_rate > 0.25 {
+            jac_valid = false;
+        }
+    };
+    stats.rhs_evals = sys.evals;
+    (status, stats)
+}

@@ -1,0 +1,268 @@
+//! Cubic Hermite finite elements for one leg component (MODEL.md, "Legs").
+//!
+//! One component (X or Y) of a leg has 2n unknowns ordered
+//! `[value_1..value_n, slope_1..slope_n]` (a then b for X, c then d for Y).
+//! Assembled matrices are dense row-major `2n x 2n` (n <= 12, so dense is cheapest).
+
+/// A small dense square matrix, row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dense {
+    pub n: usize,
+    pub a: Vec<f64>,
+}
+
+impl Dense {
+    pub fn zeros(n: usize) -> Self {
+        Dense {
+            n,
+            a: vec![0.0; n * n],
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        self.a[i * self.n + j]
+    }
+
+    #[inline]
+    fn add(&mut self, i: usize, j: usize, x: f64) {
+        self.a[i * self.n + j] += x;
+    }
+
+    /// y = A x
+    #[inline]
+    pub fn mul(&self, x: &[f64], y: &mut [f64]) {
+        let n = self.n;
+        for (i, yi) in y.iter_mut().enumerate().take(n) {
+            let row = &self.a[i * n..(i + 1) * n];
+            *yi = row.iter().zip(x).map(|(a, b)| a * b).sum();
+        }
+    }
+
+    /// xᵀ A x
+    pub fn quad(&self, x: &[f64]) -> f64 {
+        let mut y = vec![0.0; self.n];
+        self.mul(x, &mut y);
+        x.iter().zip(&y).map(|(a, b)| a * b).sum()
+    }
+
+    pub fn scaled(&self, s: f64) -> Dense {
+        Dense {
+            n: self.n,
+            a: self.a.iter().map(|x| x * s).collect(),
+        }
+    }
+
+    /// Inverse by Gauss-Jordan with partial pivoting; `None` when singular.
+    pub fn inverse(&self) -> Option<Dense> {
+        let n = self.n;
+        let mut m = self.a.clone();
+        let mut inv = Dense::zeros(n);
+        for i in 0..n {
+            inv.a[i * n + i] = 1.0;
+        }
+        for col in 0..n {
+            let piv =
+                (col..n).max_by(|&r, &s| m[r * n + col].abs().total_cmp(&m[s * n + col].abs()))?;
+            if m[piv * n + col].abs() < 1e-300 {
+                return None;
+            }
+            if piv != col {
+                for j in 0..n {
+                    m.swap(piv * n + j, col * n + j);
+                    inv.a.swap(piv * n + j, col * n + j);
+                }
+            }
+            let d = m[col * n + col];
+            for j in 0..n {
+                m[col * n + j] /= d;
+                inv.a[col * n + j] /= d;
+            }
+            for r in 0..n {
+                if r != col {
+                    let f = m[r * n + col];
+                    if f != 0.0 {
+                        for j in 0..n {
+                            m[r * n + j] -= f * m[col * n + j];
+                            inv.a[r * n + j] -= f * inv.a[col * n + j];
+                        }
+                    }
+                }
+            }
+        }
+        Some(inv)
+    }
+}
+
+/// Element mass matrix ∫HHᵀ for local order (value_L, slope_L, value_R, slope_R).
+pub fn element_mass(h: f64) -> [[f64; 4]; 4] {
+    let c = h / 420.0;
+    [
+        [156.0 * c, 22.0 * h * c, 54.0 * c, -13.0 * h * c],
+        [
+            22.0 * h * c,
+            4.0 * h * h * c,
+            13.0 * h * c,
+            -3.0 * h * h * c,
+        ],
+        [54.0 * c, 13.0 * h * c, 156.0 * c, -22.0 * h * c],
+        [
+            -13.0 * h * c,
+            -3.0 * h * h * c,
+            -22.0 * h * c,
+            4.0 * h * h * c,
+        ],
+    ]
+}
+
+/// Element bending matrix ∫H″H″ᵀ.
+pub fn element_bending(h: f64) -> [[f64; 4]; 4] {
+    let c = 1.0 / (h * h * h);
+    [
+        [12.0 * c, 6.0 * h * c, -12.0 * c, 6.0 * h * c],
+        [6.0 * h * c, 4.0 * h * h * c, -6.0 * h * c, 2.0 * h * h * c],
+        [-12.0 * c, -6.0 * h * c, 12.0 * c, -6.0 * h * c],
+        [6.0 * h * c, 2.0 * h * h * c, -6.0 * h * c, 4.0 * h * h * c],
+    ]
+}
+
+/// Element geometric matrix ∫H′H′ᵀ.
+pub fn element_geometric(h: f64) -> [[f64; 4]; 4] {
+    let c = 1.0 / (30.0 * h);
+    [
+        [36.0 * c, 3.0 * h * c, -36.0 * c, 3.0 * h * c],
+        [3.0 * h * c, 4.0 * h * h * c, -3.0 * h * c, -h * h * c],
+        [-36.0 * c, -3.0 * h * c, 36.0 * c, -3.0 * h * c],
+        [3.0 * h * c, -h * h * c, -3.0 * h * c, 4.0 * h * h * c],
+    ]
+}
+
+/// Element load vector ∫H.
+pub fn element_load(h: f64) -> [f64; 4] {
+    [h / 2.0, h * h / 12.0, h / 2.0, -h * h / 12.0]
+}
+
+/// Component-block indices of the local DOFs of element `e` (nodes e, e+1).
+#[inline]
+pub fn element_dofs(n_nodes: usize, e: usize) -> [usize; 4] {
+    [e, n_nodes + e, e + 1, n_nodes + e + 1]
+}
+
+/// Assembled matrices of one component of one leg.
+#[derive(Debug, Clone)]
+pub struct Assembled {
+    pub mass: Dense,
+    pub bending: Dense,
+    pub geometric: Dense,
+    pub load: Vec<f64>,
+}
+
+/// Assemble M, K, G, f for a leg of `n_nodes` nodes and length `length`.
+pub fn assemble(n_nodes: usize, length: f64) -> Assembled {
+    let dim = 2 * n_nodes;
+    let h = length / (n_nodes - 1) as f64;
+    let (me, ke, ge, fe) = (
+        element_mass(h),
+        element_bending(h),
+        element_geometric(h),
+        element_load(h),
+    );
+    let mut mass = Dense::zeros(dim);
+    let mut bending = Dense::zeros(dim);
+    let mut geometric = Dense::zeros(dim);
+    let mut load = vec![0.0; dim];
+    for e in 0..n_nodes - 1 {
+        let d = element_dofs(n_nodes, e);
+        for i in 0..4 {
+            load[d[i]] += fe[i];
+            for j in 0..4 {
+                mass.add(d[i], d[j], me[i][j]);
+                bending.add(d[i], d[j], ke[i][j]);
+                geometric.add(d[i], d[j], ge[i][j]);
+            }
+        }
+    }
+    Assembled {
+        mass,
+        bending,
+        geometric,
+        load,
+    }
+}
+
+/// Hermite shape functions and their s-derivatives at ξ on an element of length h.
+pub fn shape(xi: f64, h: f64) -> ([f64; 4], [f64; 4]) {
+    let (x2, x3) = (xi * xi, xi * xi * xi);
+    let n = [
+        1.0 - 3.0 * x2 + 2.0 * x3,
+        h * (xi - 2.0 * x2 + x3),
+        3.0 * x2 - 2.0 * x3,
+        h * (x3 - x2),
+    ];
+    let dn = [
+        (-6.0 * xi + 6.0 * x2) / h,
+        1.0 - 4.0 * xi + 3.0 * x2,
+        (6.0 * xi - 6.0 * x2) / h,
+        3.0 * x2 - 2.0 * xi,
+    ];
+    (n, dn)
+}
+
+/// Interpolate one component (2n unknowns) at arc length `s` in [0, length].
+pub fn interpolate(comp: &[f64], n_nodes: usize, length: f64, s: f64) -> f64 {
+    let h = length / (n_nodes - 1) as f64;
+    let e = ((s / h).floor() as usize).min(n_nodes - 2);
+    let xi = (s - e as f64 * h) / h;
+    let (nf, _) = shape(xi, h);
+    let d = element_dofs(n_nodes, e);
+    (0..4).map(|i| nf[i] * comp[d[i]]).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mass_integrates_to_length_and_load_matches() {
+        for n in [2, 3, 5, 8] {
+            let a = assemble(n, 1.3);
+            // Σ over value DOFs of M (times the constant-1 field: values 1, slopes 0).
+            let mut ones = vec![0.0; 2 * n];
+            ones[..n].fill(1.0);
+            assert!((a.mass.quad(&ones) - 1.3).abs() < 1e-12);
+            let s: f64 = a.load[..n].iter().sum();
+            assert!((s - 1.3).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn geometric_quadratic_form_of_a_straight_unit_speed_leg_is_length() {
+        let n = 5;
+        let a = assemble(n, 2.0);
+        let (psi, len) = (0.7_f64, 2.0);
+        let h = len / (n - 1) as f64;
+        let mut x = vec![0.0; 2 * n];
+        let mut y = vec![0.0; 2 * n];
+        for k in 0..n {
+            let s = k as f64 * h;
+            x[k] = s * psi.cos();
+            x[n + k] = psi.cos();
+            y[k] = 3.0 + s * psi.sin();
+            y[n + k] = psi.sin();
+        }
+        let v = a.geometric.quad(&x) + a.geometric.quad(&y) - len;
+        assert!(v.abs() < 1e-12, "V = {v}");
+    }
+
+    #[test]
+    fn inverse_inverts() {
+        let a = assemble(5, 1.0);
+        let inv = a.mass.inverse().unwrap();
+        for i in 0..10 {
+            for j in 0..10 {
+                let s: f64 = (0..10).map(|k| a.mass.get(i, k) * inv.get(k, j)).sum();
+                assert!((s - if i == j { 1.0 } else { 0.0 }).abs() < 1e-9);
+            }
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The model of MODEL.md: Hermite legs with Bayo's penalty, springs, servo,
+//! contact and the rigid body. This is the readable statement of the equations;
+//! the WGSL kernels are its fast twin.
+
+pub mod body;
+pub mod hermite;
+pub mod robot;
+pub mod springs;
+
+pub use body::{BodyGeometry, BodyLoad};
+pub use robot::{Energy, LegIndex, Robot};

@@ -1,0 +1,4 @@
+//! Outputs: Parquet tables and PNG pictures.
+
+pub mod parquet;
+pub mod plots;

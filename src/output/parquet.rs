@@ -1,0 +1,296 @@
+//! Parquet outputs: the time series of one run and the one-row metrics table.
+//!
+//! Every field carries its unit in the field metadata (`unit`); file metadata carries
+//! the metachron version, the solver settings and the parameters. Files are written
+//! to a temporary name in the same directory and renamed when complete, so a reader
+//! never sees a half-written file.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{Float64Builder, ListBuilder};
+use arrow_array::{Array, ArrayRef, Float64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+use crate::error::OutputError;
+use crate::metrics::{Metrics, METRIC_COLUMNS};
+use crate::params::{Params, SCALAR_PARAMS};
+use crate::sample::Sample;
+
+/// A field with its unit in the metadata.
+pub fn field(name: &str, dtype: DataType, unit: &str) -> Field {
+    Field::new(name, dtype, true)
+        .with_metadata(HashMap::from([("unit".to_string(), unit.to_string())]))
+}
+
+/// Columns assembled one at a time, then written as one record batch.
+#[derive(Default)]
+pub struct TableBuilder {
+    fields: Vec<Field>,
+    arrays: Vec<ArrayRef>,
+}
+
+impl TableBuilder {
+    pub fn push(&mut self, field: Field, array: ArrayRef) {
+        self.fields.push(field);
+        self.arrays.push(array);
+    }
+
+    pub fn f64(&mut self, name: &str, unit: &str, values: Vec<f64>) {
+        self.push(
+            field(name, DataType::Float64, unit),
+            Arc::new(Float64Array::from(values)),
+        );
+    }
+
+    pub fn u32(&mut self, name: &str, unit: &str, values: Vec<u32>) {
+        self.push(
+            field(name, DataType::UInt32, unit),
+            Arc::new(UInt32Array::from(values)),
+        );
+    }
+
+    pub fn string(&mut self, name: &str, values: Vec<String>) {
+        self.push(
+            field(name, DataType::Utf8, ""),
+            Arc::new(StringArray::from(values)),
+        );
+    }
+
+    pub fn f64_list(&mut self, name: &str, unit: &str, rows: Vec<Vec<f64>>) {
+        let mut b = ListBuilder::new(Float64Builder::new());
+        for r in rows {
+            b.values().append_slice(&r);
+            b.append(true);
+        }
+        let arr = b.finish();
+        let dtype = arr.data_type().clone();
+        self.push(field(name, dtype, unit), Arc::new(arr));
+    }
+
+    pub fn finish(self) -> Result<RecordBatch, OutputError> {
+        let schema = Arc::new(Schema::new(self.fields));
+        Ok(RecordBatch::try_new(schema, self.arrays)?)
+    }
+}
+
+/// Write one batch to `path` atomically (temporary file + rename), with file metadata.
+pub fn write_atomic(
+    path: &Path,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> Result<(), OutputError> {
+    let tmp = temp_path(path);
+    let io = |source| OutputError::Io {
+        path: tmp.display().to_string(),
+        source,
+    };
+    let pq = |source| OutputError::Parquet {
+        path: tmp.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let file = File::create(&tmp).map_err(io)?;
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_key_value_metadata(Some(
+            metadata
+                .iter()
+                .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
+                .collect(),
+        ))
+        .build();
+    let result = (|| {
+        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(pq)?;
+        w.write(batch).map_err(pq)?;
+        let f = w.into_inner().map_err(pq)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `dir/.name.tmp-<pid>`: same filesystem as the target, hidden from `*.parquet` globs.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Time series of one run in wide format: one row per output sample; per-leg
+/// quantities as columns suffixed with the 1-based leg number.
+pub fn timeseries_batch(samples: &[Sample], n_legs: usize) -> Result<RecordBatch, OutputError> {
+    let mut t = TableBuilder::default();
+    t.f64("t", "s", samples.iter().map(|s| s.t).collect());
+    let per_leg =
+        |t: &mut TableBuilder, name: &str, unit: &str, get: &dyn Fn(&Sample, usize) -> f64| {
+            for i in 0..n_legs {
+                t.f64(
+                    &format!("{name}_{}", i + 1),
+                    unit,
+                    samples.iter().map(|s| get(s, i)).collect(),
+                );
+            }
+        };
+    per_leg(&mut t, "psi", "rad", &|s, i| s.psi[i]);
+    per_leg(&mut t, "tip_x", "m", &|s, i| s.tip[i][0]);
+    per_leg(&mut t, "tip_y", "m", &|s, i| s.tip[i][1]);
+    per_leg(&mut t, "inext", "1", &|s, i| s.inext[i]);
+    t.f64("body_x", "m", samples.iter().map(|s| s.body[0]).collect());
+    t.f64("body_y", "m", samples.iter().map(|s| s.body[1]).collect());
+    t.f64(
+        "body_theta",
+        "rad",
+        samples.iter().map(|s| s.body[2]).collect(),
+    );
+    t.f64("work", "J", samples.iter().map(|s| s.work).collect());
+    t.finish()
+}
+
+/// Text form of a per-leg list for the metrics table ("" when absent).
+fn list_text(list: &Option<Vec<f64>>) -> String {
+    list.as_ref()
+        .map(|l| {
+            l.iter()
+                .map(|x| format!("{x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default()
+}
+
+/// Mask as "1,0,1,...".
+pub fn mask_text(mask: &[bool]) -> String {
+    mask.iter()
+        .map(|&a| if a { "1" } else { "0" })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Append the parameter columns (every scalar typed, lists as text) for `rows`.
+pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
+    for spec in SCALAR_PARAMS {
+        let vals: Vec<f64> = rows
+            .iter()
+            .map(|p| p.scalar(spec.name).unwrap_or(f64::NAN))
+            .collect();
+        if matches!(spec.range, crate::params::Range::Int(..)) {
+            t.u32(
+                spec.name,
+                spec.unit,
+                vals.iter().map(|&x| x as u32).collect(),
+            );
+        } else {
+            t.f64(spec.name, spec.unit, vals);
+        }
+    }
+    t.string(
+        "actuated",
+        rows.iter().map(|p| mask_text(&p.actuated)).collect(),
+    );
+    t.u32(
+        "n_actuated",
+        "1",
+        rows.iter()
+            .map(|p| p.actuated.iter().filter(|&&a| a).count() as u32)
+            .collect(),
+    );
+    t.string(
+        "psi_init",
+        rows.iter().map(|p| list_text(&p.psi_init)).collect(),
+    );
+    t.string(
+        "omega_legs",
+        rows.iter().map(|p| list_text(&p.omega_legs)).collect(),
+    );
+}
+
+/// Append every metric column for `rows`.
+pub fn push_metric_columns(t: &mut TableBuilder, rows: &[&Metrics]) {
+    for (k, (name, unit)) in METRIC_COLUMNS.iter().enumerate() {
+        t.f64(name, unit, rows.iter().map(|m| m.scalars()[k]).collect());
+    }
+    t.string(
+        "status",
+        rows.iter().map(|m| m.status.label().to_string()).collect(),
+    );
+    t.f64(
+        "status_time",
+        "s",
+        rows.iter().map(|m| m.status.time()).collect(),
+    );
+    t.string(
+        "class",
+        rows.iter().map(|m| m.class.label().to_string()).collect(),
+    );
+    t.f64_list(
+        "pair_plv",
+        "1",
+        rows.iter().map(|m| m.pair_plv.clone()).collect(),
+    );
+    t.f64_list(
+        "pair_lag",
+        "rad",
+        rows.iter().map(|m| m.pair_lag.clone()).collect(),
+    );
+    t.f64_list(
+        "leg_frequency",
+        "rad/s",
+        rows.iter().map(|m| m.leg_frequency.clone()).collect(),
+    );
+}
+
+/// One-row table: every parameter and every metric of one run.
+pub fn metrics_batch(
+    params: &Params,
+    metrics: &Metrics,
+    backend: &str,
+) -> Result<RecordBatch, OutputError> {
+    let mut t = TableBuilder::default();
+    push_param_columns(&mut t, &[params]);
+    push_metric_columns(&mut t, &[metrics]);
+    t.string("backend", vec![backend.to_string()]);
+    t.finish()
+}
+
+/// Read every batch of a Parquet file back (for tests and tools).
+pub fn read_parquet(
+    path: &Path,
+) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let pq = |source| OutputError::Parquet {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = File::open(path).map_err(|source| OutputError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let kv = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|v| {
+            v.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let reader = builder.build().map_err(pq)?;
+    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    Ok((batches, kv))
+}

@@ -1,0 +1,241 @@
+//! Pictures: robot snapshots (like the paper's Figure 5) and basal angles over time
+//! (Figure 6), drawn with plotters into PNG files.
+
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+use crate::error::OutputError;
+use crate::model::hermite::interpolate;
+use crate::model::{BodyGeometry, Robot};
+use crate::sample::Sample;
+
+static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+
+/// Register the bundled font once (plotters draws text through ab_glyph).
+fn ensure_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
+    });
+}
+
+fn plot_err(path: &Path, e: impl std::fmt::Display) -> OutputError {
+    OutputError::Plot {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// Colour of leg i (0-based), cycling a palette.
+fn leg_colour(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+/// Outline of the U-shaped body in body-frame offsets from the centre of mass:
+/// a bar of thickness τ_T whose lower face carries the β springs, and two arms
+/// reaching τ_C below the leg bases.
+fn body_outline(robot: &Robot) -> Vec<[f64; 2]> {
+    let p = &robot.p;
+    let g = &robot.body;
+    let x_top = -p.l_beta - p.tau_t - g.xb0;
+    let x_bar = x_top + p.tau_t;
+    let x_end = x_top + g.tau_b;
+    let (yo, yi) = (g.tau_l / 2.0, g.tau_l / 2.0 - p.tau_t);
+    vec![
+        [x_top, -yo],
+        [x_top, yo],
+        [x_end, yo],
+        [x_end, yi],
+        [x_bar, yi],
+        [x_bar, -yi],
+        [x_end, -yi],
+        [x_end, -yo],
+        [x_top, -yo],
+    ]
+}
+
+/// Draw the robot at the sample nearest each requested time; one PNG per time,
+/// `snapshot_t<time>.png` in `dir`. Returns the files written.
+pub fn snapshots(
+    robot: &Robot,
+    samples: &[Sample],
+    times: &[f64],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, OutputError> {
+    ensure_font();
+    std::fs::create_dir_all(dir).map_err(|source| OutputError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let with_q: Vec<&Sample> = samples.iter().filter(|s| !s.q.is_empty()).collect();
+    let mut written = Vec::new();
+    if with_q.is_empty() {
+        return Ok(written);
+    }
+    // One frame for every picture: the whole walk stays comparable across times.
+    let p = &robot.p;
+    let ys: Vec<f64> = with_q.iter().map(|s| s.body[1]).collect();
+    let (ymin, ymax) = ys
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+    let half = robot.body.tau_l / 2.0 + robot.body.tau_b + 1.0;
+    let (x_lo, x_hi) = (p.x_t + 0.3, -(p.l_beta + p.tau_t + 0.8));
+    for &t in times {
+        let s = with_q
+            .iter()
+            .min_by(|a, b| (a.t - t).abs().total_cmp(&(b.t - t).abs()))
+            .expect("non-empty");
+        let path = dir.join(format!("snapshot_t{:06.2}.png", s.t));
+        let root = BitMapBackend::new(&path, (1400, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| plot_err(&path, e))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("t = {:.2} s", s.t), ("sans-serif", 22))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(45)
+            .build_cartesian_2d(ymin - half..ymax + half, -x_lo..-x_hi)
+            .map_err(|e| plot_err(&path, e))?;
+        chart
+            .configure_mesh()
+            .x_desc("y (m)")
+            .y_desc("-x (m)")
+            .disable_mesh()
+            .draw()
+            .map_err(|e| plot_err(&path, e))?;
+        // Screen coordinates: horizontal = y, vertical = −x (x points down).
+        let to = |w: [f64; 2]| (w[1], -w[0]);
+        chart
+            .draw_series(LineSeries::new(
+                [(ymin - half, -p.x_t), (ymax + half, -p.x_t)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(|e| plot_err(&path, e))?;
+        let body = &s.q[robot.n_legs * robot.leg_dofs..];
+        let outline: Vec<(f64, f64)> = body_outline(robot)
+            .into_iter()
+            .map(|o| to(BodyGeometry::world(body, o)))
+            .collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                outline.clone(),
+                RGBColor(200, 200, 210).filled(),
+            )))
+            .map_err(|e| plot_err(&path, e))?;
+        chart
+            .draw_series(LineSeries::new(
+                outline,
+                RGBColor(60, 60, 80).stroke_width(2),
+            ))
+            .map_err(|e| plot_err(&path, e))?;
+        // Springs.
+        for sp in &robot.springs {
+            let a = robot.base(&s.q, sp.leg);
+            let b = match sp.other {
+                crate::model::springs::Anchor::Leg(j) => robot.base(&s.q, j),
+                crate::model::springs::Anchor::Body(j) => {
+                    BodyGeometry::world(body, robot.body.b_points[j])
+                }
+            };
+            chart
+                .draw_series(LineSeries::new(
+                    [to(a), to(b)],
+                    RGBColor(120, 120, 120).stroke_width(1),
+                ))
+                .map_err(|e| plot_err(&path, e))?;
+        }
+        // Legs from the Hermite interpolation.
+        let m = 2 * robot.n_nodes;
+        for i in 0..robot.n_legs {
+            let leg = robot.leg(&s.q, i);
+            let pts: Vec<(f64, f64)> = (0..=60)
+                .map(|k| {
+                    let sa = p.leg_length * k as f64 / 60.0;
+                    to([
+                        interpolate(&leg[..m], robot.n_nodes, p.leg_length, sa),
+                        interpolate(&leg[m..], robot.n_nodes, p.leg_length, sa),
+                    ])
+                })
+                .collect();
+            let c = leg_colour(i);
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(3)))
+                .map_err(|e| plot_err(&path, e))?;
+            let tip = robot.tip(&s.q, i);
+            chart
+                .draw_series(std::iter::once(Circle::new(to(tip), 4, c.filled())))
+                .map_err(|e| plot_err(&path, e))?;
+        }
+        root.present().map_err(|e| plot_err(&path, e))?;
+        drop(chart);
+        drop(root);
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Basal angles ψ_i(t) (unwrapped) of every leg, one line each.
+pub fn basal_angles(samples: &[Sample], n_legs: usize, path: &Path) -> Result<(), OutputError> {
+    ensure_font();
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::with_capacity(samples.len()); n_legs];
+    for i in 0..n_legs {
+        let mut un = samples[0].psi[i];
+        let mut prev = un;
+        for s in samples {
+            un += crate::metrics::wrap(s.psi[i] - prev);
+            prev = s.psi[i];
+            series[i].push((s.t, un));
+        }
+    }
+    let (lo, hi) = series
+        .iter()
+        .flatten()
+        .fold((f64::MAX, f64::MIN), |(a, b), &(_, y)| (a.min(y), b.max(y)));
+    let t_end = samples.last().map(|s| s.t).unwrap_or(1.0);
+    let root = BitMapBackend::new(path, (1100, 650)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("Basal angles", ("sans-serif", 24))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..t_end, lo - 0.5..hi + 0.5)
+        .map_err(|e| plot_err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc("t (s)")
+        .y_desc("psi (rad, unwrapped)")
+        .draw()
+        .map_err(|e| plot_err(path, e))?;
+    for (i, pts) in series.into_iter().enumerate() {
+        let c = leg_colour(i);
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(|e| plot_err(path, e))?
+            .label(format!("leg {}", i + 1))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| plot_err(path, e))?;
+    root.present().map_err(|e| plot_err(path, e))?;
+    Ok(())
+}

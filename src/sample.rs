@@ -1,0 +1,113 @@
+//! Output samples: what every backend reports at the fixed output interval, and
+//! the run status shared by all backends.
+
+use crate::model::Robot;
+
+/// One output sample of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub t: f64,
+    /// Basal angle ψ_i = atan2(d_1, b_1) per leg, in (−π, π].
+    pub psi: Vec<f64>,
+    /// Unit basal tangent (b_1, d_1)/|.| per leg: e^{iψ} without transcendental functions.
+    pub tangent: Vec<[f64; 2]>,
+    pub tip: Vec<[f64; 2]>,
+    /// |V|/ℓ per leg.
+    pub inext: Vec<f64>,
+    /// (X_b, Y_b, θ).
+    pub body: [f64; 3],
+    /// Actuation work ∫Σ|M0_i ψ̇_i| dt up to t.
+    pub work: f64,
+    /// All generalised coordinates (leg shapes for drawing); empty when a backend
+    /// reports only the summary above.
+    pub q: Vec<f64>,
+}
+
+impl Sample {
+    /// Read a sample off the generalised coordinates.
+    pub fn from_state(robot: &Robot, t: f64, q: &[f64], work: f64) -> Sample {
+        let n = robot.n_legs;
+        let ix = robot.idx;
+        let mut s = Sample {
+            t,
+            psi: Vec::with_capacity(n),
+            tangent: Vec::with_capacity(n),
+            tip: Vec::with_capacity(n),
+            inext: Vec::with_capacity(n),
+            body: [0.0; 3],
+            work,
+            q: q.to_vec(),
+        };
+        for i in 0..n {
+            let leg = robot.leg(q, i);
+            let (b1, d1) = (leg[ix.b(0)], leg[ix.d(0)]);
+            let r = (b1 * b1 + d1 * d1).sqrt();
+            s.psi.push(d1.atan2(b1));
+            s.tangent.push([b1 / r, d1 / r]);
+            s.tip.push(robot.tip(q, i));
+            s.inext
+                .push(robot.constraint(leg).abs() / robot.p.leg_length);
+        }
+        s.body.copy_from_slice(robot.body_of(q));
+        s
+    }
+
+    pub fn is_finite(&self) -> bool {
+        self.tangent
+            .iter()
+            .all(|t| t[0].is_finite() && t[1].is_finite())
+            && self
+                .tip
+                .iter()
+                .all(|t| t[0].is_finite() && t[1].is_finite())
+            && self.inext.iter().all(|x| x.is_finite())
+            && self.body.iter().all(|x| x.is_finite())
+            && self.work.is_finite()
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Status {
+    Ok,
+    /// The state stopped being finite (or left the physically meaningful range) at `time`.
+    Diverged {
+        time: f64,
+    },
+    /// The solver gave up (step size too small, too many steps, ...) at `time`.
+    SolverFailed {
+        time: f64,
+    },
+}
+
+impl Status {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Diverged { .. } => "diverged",
+            Status::SolverFailed { .. } => "solver_failed",
+        }
+    }
+
+    /// Time of failure, NaN when the run finished.
+    pub fn time(&self) -> f64 {
+        match self {
+            Status::Ok => f64::NAN,
+            Status::Diverged { time } | Status::SolverFailed { time } => *time,
+        }
+    }
+
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Status::Ok)
+    }
+}
+
+/// Largest |coordinate| (m or rad) still taken as a physical state; beyond it a run is
+/// `diverged`. Far above any real robot's reach, far below where an instability lands.
+pub const DIVERGENCE_BOUND: f64 = 1e6;
+
+/// True when the coordinates are finite and within [`DIVERGENCE_BOUND`].
+pub fn state_is_sane(q: &[f64]) -> bool {
+    q.iter()
+        .all(|x| x.is_finite() && x.abs() < DIVERGENCE_BOUND)
+}
