@@ -336,11 +336,13 @@ impl MetricsAccumulator {
             Status::Ok if mean_lag.abs() >= th.lag_min => Class::Metachronal,
             Status::Ok => Class::Synchronous,
         };
+        // A window without samples (a run that failed early) has no window metrics.
+        let in_window = |x: f64| if self.win_count == 0 { nan } else { x };
         Metrics {
-            lag_order,
-            mean_lag,
-            min_plv,
-            lag_spread,
+            lag_order: in_window(lag_order),
+            mean_lag: in_window(mean_lag),
+            min_plv: in_window(min_plv),
+            lag_spread: in_window(lag_spread),
             kuramoto_r: self.kuramoto_sum / cnt,
             mean_frequency: leg_frequency.iter().sum::<f64>() / n as f64,
             displacement,
@@ -351,8 +353,8 @@ impl MetricsAccumulator {
             max_inextensibility: self.max_inext,
             status,
             class,
+            pair_lag: pair_lag.into_iter().map(in_window).collect(),
             pair_plv,
-            pair_lag,
             leg_frequency,
         }
     }
@@ -362,7 +364,7 @@ impl MetricsAccumulator {
 mod tests {
     use super::*;
 
-    /// Synthetic travelling wave: ψ_i = −ω t − i·lag. Every metric is known in closed form.
+    /// Synthetic travelling wave ψ_i = −ω t + i·lag (the paper's ψ_i(0) = (i−1)Δφ), so Δ = +lag.
     fn wave(lag: f64, omega_of: impl Fn(usize) -> f64) -> Metrics {
         let p = Params {
             n_legs: 4,
@@ -375,7 +377,7 @@ mod tests {
         for k in 0..=s.sample_count(p.t_final) {
             let t = s.sample_time(k, p.t_final);
             let psi: Vec<f64> = (0..4)
-                .map(|i| wrap(-omega_of(i) * t - i as f64 * lag))
+                .map(|i| wrap(-omega_of(i) * t + i as f64 * lag))
                 .collect();
             acc.push(&Sample {
                 t,
@@ -386,6 +388,7 @@ mod tests {
                 body: [0.0, 0.3 * t, 0.0],
                 work: 2.0 * t,
                 q: Vec::new(),
+                v: Vec::new(),
             });
         }
         acc.finish(Status::Ok)
@@ -394,7 +397,7 @@ mod tests {
     #[test]
     fn steady_wave_is_metachronal_with_exact_metrics() {
         let m = wave(FRAC_PI_4 * 2.0, |_| 0.5);
-        assert!((m.lag_order - 1.0).abs() < 1e-12);
+        assert!((m.lag_order - 1.0).abs() < 1e-12, "{m:?}");
         assert!((m.mean_lag - std::f64::consts::FRAC_PI_2).abs() < 1e-12);
         assert!((m.mean_frequency - 0.5).abs() < 1e-9);
         assert!((m.mean_speed - 0.3).abs() < 1e-9);

@@ -109,7 +109,7 @@ macro_rules! define_params {
         }
     };
     (@cast usize, $name:expr, $x:expr) => {
-        if $x.fract() == 0.0 && $x >= 0.0 && $x <= 1e9 { Ok($x as usize) } else {
+        if $x.fract() == 0.0 && (0.0..=1e9).contains(&$x) { Ok($x as usize) } else {
             Err(ParamError::NotInteger { field: $name.to_string(), value: $x })
         }
     };

@@ -21,6 +21,8 @@ pub struct Sample {
     /// All generalised coordinates (leg shapes for drawing); empty when a backend
     /// reports only the summary above.
     pub q: Vec<f64>,
+    /// All generalised velocities, when the backend provides them.
+    pub v: Vec<f64>,
 }
 
 impl Sample {
@@ -37,6 +39,7 @@ impl Sample {
             body: [0.0; 3],
             work,
             q: q.to_vec(),
+            v: Vec::new(),
         };
         for i in 0..n {
             let leg = robot.leg(q, i);

@@ -183,7 +183,10 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         let robot = Robot::new(&cfg.params);
         let files = plots::snapshots(&robot, &result.samples, &plan.snapshot_times, dir)?;
         let angles = dir.join("basal_angles.png");
-        plots::basal_angles(&result.samples, cfg.params.n_legs, &angles)?;
+        let start: Vec<f64> = (0..cfg.params.n_legs)
+            .map(|i| cfg.params.initial_angle(i))
+            .collect();
+        plots::basal_angles(&result.samples, &start, &angles)?;
         println!(
             "pictures     -> {} ({} snapshots + basal_angles.png)",
             dir.display(),

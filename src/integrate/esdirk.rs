@@ -180,7 +180,9 @@ pub fn integrate(
 
     let mut next = 0usize;
     if sample_times.first() == Some(&0.0) {
-        on_sample(&Sample::from_state(robot, 0.0, &q, 0.0));
+        let mut smp = Sample::from_state(robot, 0.0, &q, 0.0);
+        smp.v = v.clone();
+        on_sample(&smp);
         next = 1;
     }
 
@@ -293,7 +295,7 @@ pub fn integrate(
             } else {
                 jac_valid = false;
             }
-            if h < 1e-14 * t_final.max(1.0) {
+            if h < settings.min_step {
                 break Status::SolverFailed { time: t };
             }
             continue;
@@ -319,9 +321,9 @@ pub fn integrate(
             res[r] = err_v[r] + hg * newton.pattern(r).map(|c| row[c] * err_q[c]).sum::<f64>();
         }
         newton.solve(&mut res);
-        for k in 0..nq {
-            err_v[k] = res[k];
-            err_q[k] += hg * res[k];
+        err_v.copy_from_slice(&res);
+        for (e, r) in err_q.iter_mut().zip(&res) {
+            *e += hg * r;
         }
         let scale_q: Vec<f64> = q
             .iter()
@@ -349,7 +351,7 @@ pub fn integrate(
             stats.rejected_steps += 1;
             h *= factor.min(0.9);
             rejected_last = true;
-            if h < 1e-14 * t_final.max(1.0) {
+            if h < settings.min_step {
                 break Status::SolverFailed { time: t };
             }
             continue;
@@ -377,12 +379,19 @@ pub fn integrate(
                     h00 * q[k] + h10 * h_step * v[k] + h01 * q_new[k] + h11 * h_step * v_new[k]
                 })
                 .collect();
-            on_sample(&Sample::from_state(
-                robot,
-                ts,
-                &qi,
-                work + s * (w_new - work),
-            ));
+            // Velocities: the derivative of the same cubic.
+            let (d00, d10, d01, d11) = (
+                6.0 * s * (s - 1.0) / h_step,
+                (1.0 - s) * (1.0 - 3.0 * s),
+                6.0 * s * (1.0 - s) / h_step,
+                s * (3.0 * s - 2.0),
+            );
+            let vi: Vec<f64> = (0..nq)
+                .map(|k| d00 * q[k] + d10 * v[k] + d01 * q_new[k] + d11 * v_new[k])
+                .collect();
+            let mut smp = Sample::from_state(robot, ts, &qi, work + s * (w_new - work));
+            smp.v = vi;
+            on_sample(&smp);
             next += 1;
         }
         std::mem::swap(&mut q, &mut q_new);

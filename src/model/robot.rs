@@ -270,10 +270,10 @@ impl Robot {
         let body_load = self.spring_pass(q, &mut base_force[..self.n_legs]);
         let l = self.leg_dofs;
         let mut power = 0.0;
-        for i in 0..self.n_legs {
+        for (i, &force) in base_force.iter().enumerate().take(self.n_legs) {
             let r = i * l..(i + 1) * l;
             let inp = LegInputs {
-                base_force: base_force[i],
+                base_force: force,
                 omega: self.p.leg_omega(i),
                 actuated: self.p.actuated[i],
             };

@@ -85,21 +85,21 @@ pub fn snapshots(
     if with_q.is_empty() {
         return Ok(written);
     }
-    // One frame for every picture: the whole walk stays comparable across times.
+    // Each picture is centred on the body, at equal scale on both axes (the y axis
+    // keeps absolute positions, so the walk shows from one picture to the next).
     let p = &robot.p;
-    let ys: Vec<f64> = with_q.iter().map(|s| s.body[1]).collect();
-    let (ymin, ymax) = ys
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
     let half = robot.body.tau_l / 2.0 + robot.body.tau_b + 1.0;
     let (x_lo, x_hi) = (p.x_t + 0.3, -(p.l_beta + p.tau_t + 0.8));
+    let width = 1400u32;
+    let height = ((width - 60) as f64 * (x_lo - x_hi) / (2.0 * half)) as u32 + 80;
     for &t in times {
         let s = with_q
             .iter()
             .min_by(|a, b| (a.t - t).abs().total_cmp(&(b.t - t).abs()))
             .expect("non-empty");
         let path = dir.join(format!("snapshot_t{:06.2}.png", s.t));
-        let root = BitMapBackend::new(&path, (1400, 420)).into_drawing_area();
+        let (ymin, ymax) = (s.body[1], s.body[1]);
+        let root = BitMapBackend::new(&path, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| plot_err(&path, e))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("t = {:.2} s", s.t), ("sans-serif", 22))
@@ -171,7 +171,7 @@ pub fn snapshots(
                 .collect();
             let c = leg_colour(i);
             chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(3)))
+                .draw_series(std::iter::once(PathElement::new(pts, c.stroke_width(3))))
                 .map_err(|e| plot_err(&path, e))?;
             let tip = robot.tip(&s.q, i);
             chart
@@ -186,16 +186,18 @@ pub fn snapshots(
     Ok(written)
 }
 
-/// Basal angles ψ_i(t) (unwrapped) of every leg, one line each.
-pub fn basal_angles(samples: &[Sample], n_legs: usize, path: &Path) -> Result<(), OutputError> {
+/// Basal angles ψ_i(t) of every leg, one line each, unwrapped continuously from the
+/// initial angles `start` (so legs started a full turn apart stay apart).
+pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<(), OutputError> {
+    let n_legs = start.len();
     ensure_font();
     if samples.is_empty() {
         return Ok(());
     }
     let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::with_capacity(samples.len()); n_legs];
     for i in 0..n_legs {
-        let mut un = samples[0].psi[i];
-        let mut prev = un;
+        let mut un = start[i] + crate::metrics::wrap(samples[0].psi[i] - start[i]);
+        let mut prev = samples[0].psi[i];
         for s in samples {
             un += crate::metrics::wrap(s.psi[i] - prev);
             prev = s.psi[i];
