@@ -13,6 +13,7 @@ pub use params::Params;
 
 /// Version written into every output file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub mod batch;
 pub mod integrate;
 pub mod metrics;
 pub mod output;

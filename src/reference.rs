@@ -41,6 +41,11 @@ pub struct ReferenceSettings {
     /// time scale the solver must follow on the paper's robot (its smallest steps are
     /// ~1e-6 s), so hitting it means the model has left what an integrator can follow.
     pub min_step: f64,
+    /// A run whose last `stall_steps` step attempts were all shorter than `stall_step`
+    /// (s) has stalled and is reported as `solver_failed` (a contact switching on or off
+    /// shrinks a few steps to ~1e-12 s; a model that has broken down keeps them there).
+    pub stall_step: f64,
+    pub stall_steps: usize,
 }
 
 impl Default for ReferenceSettings {
@@ -50,7 +55,9 @@ impl Default for ReferenceSettings {
             rtol: 1e-5,
             atol: 1e-8,
             max_steps: 20_000_000,
-            min_step: 1e-10,
+            min_step: 1e-13,
+            stall_step: 1e-8,
+            stall_steps: 2000,
         }
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ParamError, SettingsError, SolverError};
+use crate::integrate::dkd::{self, DkdSettings};
 use crate::metrics::{Metrics, MetricsAccumulator, MetricsSettings};
 use crate::model::Robot;
 use crate::params::Params;
@@ -18,12 +19,15 @@ use crate::sample::{Sample, Status};
 pub enum Backend {
     /// The adaptive stiff f64 CPU solver (ground truth).
     Reference,
+    /// The fixed-step DKD-dc scheme on the CPU (f64), the batch engines' readable twin.
+    Cpu,
 }
 
 impl Backend {
     pub fn label(&self) -> &'static str {
         match self {
             Backend::Reference => "reference",
+            Backend::Cpu => "cpu",
         }
     }
 }
@@ -35,6 +39,8 @@ pub struct RunConfig {
     pub params: Params,
     pub solver: ReferenceSettings,
     pub metrics: MetricsSettings,
+    /// Fixed-step scheme of the batch backends (`[fixed_step]` in config files).
+    pub fixed_step: DkdSettings,
 }
 
 /// A configuration that cannot be used.
@@ -92,6 +98,12 @@ impl RunConfig {
                 .map_err(|e: toml::de::Error| toml_err(&format!("[metrics]: {e}")))?,
             None => MetricsSettings::default(),
         };
+        let fixed_step = match table.remove("fixed_step") {
+            Some(v) => v
+                .try_into()
+                .map_err(|e: toml::de::Error| toml_err(&format!("[fixed_step]: {e}")))?,
+            None => DkdSettings::default(),
+        };
         let params = Params::from_toml_table(table).map_err(|source| ConfigError::Param {
             path: name.to_string(),
             source,
@@ -100,6 +112,7 @@ impl RunConfig {
             params,
             solver,
             metrics,
+            fixed_step,
         })
     }
 
@@ -116,6 +129,7 @@ impl RunConfig {
         };
         self.solver.validate().map_err(set)?;
         self.metrics.validate(self.params.t_final).map_err(set)?;
+        self.fixed_step.validate().map_err(set)?;
         Ok(())
     }
 
@@ -151,27 +165,47 @@ pub fn run_point(
     let mut acc = MetricsAccumulator::new(&cfg.params, &cfg.metrics);
     let mut samples = Vec::new();
     let mut status_override = None;
-    let run = match backend {
-        Backend::Reference => run_reference(
-            &robot,
-            &cfg.solver,
-            &cfg.sample_times(),
-            |s| {
-                if !s.is_finite() && status_override.is_none() {
-                    status_override = Some(Status::Diverged { time: s.t });
-                }
-                acc.push(s);
-                if keep_samples {
-                    samples.push(s.clone());
-                }
-            },
-            on_progress,
-        )?,
+    let mut on_sample = |s: &Sample| {
+        if !s.is_finite() && status_override.is_none() {
+            status_override = Some(Status::Diverged { time: s.t });
+        }
+        acc.push(s);
+        if keep_samples {
+            samples.push(s.clone());
+        }
     };
-    let status = status_override.unwrap_or(run.status);
+    let mut on_progress = on_progress;
+    let (run_status, stats) = match backend {
+        Backend::Reference => {
+            let run = run_reference(
+                &robot,
+                &cfg.solver,
+                &cfg.sample_times(),
+                &mut on_sample,
+                &mut on_progress,
+            )?;
+            (run.status, run.stats)
+        }
+        Backend::Cpu => {
+            let (status, st) = dkd::integrate(
+                &robot,
+                &cfg.fixed_step,
+                cfg.metrics.dt_out,
+                &mut on_sample,
+                &mut on_progress,
+            );
+            let stats = SolverStats {
+                steps: st.steps,
+                rhs_evals: st.steps,
+                ..SolverStats::default()
+            };
+            (status, stats)
+        }
+    };
+    let status = status_override.unwrap_or(run_status);
     Ok(PointResult {
         metrics: acc.finish(status),
-        stats: run.stats,
+        stats,
         samples,
         wall_seconds: start.elapsed().as_secs_f64(),
     })

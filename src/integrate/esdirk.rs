@@ -188,9 +188,18 @@ pub fn integrate(
 
     let mut h = 1e-6_f64.min(t_final);
     let mut rejected_last = false;
+    let mut stalled = 0usize;
     let mut err_prev = 1.0_f64;
     let status = loop {
         if stats.steps >= settings.max_steps {
+            break Status::SolverFailed { time: t };
+        }
+        stalled = if h < settings.stall_step {
+            stalled + 1
+        } else {
+            0
+        };
+        if stalled > settings.stall_steps {
             break Status::SolverFailed { time: t };
         }
         let last = t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final;

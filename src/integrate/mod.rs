@@ -1,4 +1,6 @@
-//! Time integrators: the structured stiff reference (ESDIRK) and its linear algebra.
+//! Time integrators: the structured stiff reference (ESDIRK) with its linear algebra,
+//! and the fixed-step DKD-dc scheme of the batch engines.
 
 pub mod bordered_band;
+pub mod dkd;
 pub mod esdirk;
