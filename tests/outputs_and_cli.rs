@@ -249,3 +249,26 @@ fn simulate_command_writes_its_outputs_and_pictures() {
     assert!(!dir.join("never.parquet").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn the_shipped_paper_point_file_is_the_default_configuration() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/paper-point.toml");
+    let cfg = RunConfig::from_toml_file(&path).unwrap();
+    cfg.validate().unwrap();
+    let def = RunConfig::default();
+    for spec in metachron::params::SCALAR_PARAMS {
+        let (a, b) = (
+            cfg.params.scalar(spec.name).unwrap(),
+            def.params.scalar(spec.name).unwrap(),
+        );
+        assert!(
+            (a - b).abs() <= 1e-15 * b.abs(),
+            "{}: {a} vs {b}",
+            spec.name
+        );
+    }
+    assert_eq!(cfg.params.actuated, def.params.actuated);
+    assert_eq!(cfg.solver, def.solver);
+    let (t, d) = (cfg.metrics.thresholds, def.metrics.thresholds);
+    assert!((t.slip_max - d.slip_max).abs() < 1e-15 && (t.lag_min - d.lag_min).abs() < 1e-15);
+}

@@ -75,16 +75,8 @@ impl BorderedBand {
         for k in 0..nb {
             let rmax = (k + self.wl).min(nb - 1);
             let cmax = (k + self.wl + self.wu).min(nb - 1);
-            let mut p = k;
-            for r in k + 1..=rmax {
-                if a[r * n + k].abs() > a[p * n + k].abs() {
-                    p = r;
-                }
-            }
+            let p = pivot(a, n, k, rmax + 1)?;
             self.piv[k] = p;
-            if a[p * n + k] == 0.0 || !a[p * n + k].is_finite() {
-                return Err(SingularMatrix { column: k });
-            }
             if p != k {
                 for c in (k..=cmax).chain(nb..n) {
                     a.swap(k * n + c, p * n + c);
@@ -108,16 +100,8 @@ impl BorderedBand {
         }
         // Trailing dense block.
         for k in nb..n {
-            let mut p = k;
-            for r in k + 1..n {
-                if a[r * n + k].abs() > a[p * n + k].abs() {
-                    p = r;
-                }
-            }
+            let p = pivot(a, n, k, n)?;
             self.piv[k] = p;
-            if a[p * n + k] == 0.0 || !a[p * n + k].is_finite() {
-                return Err(SingularMatrix { column: k });
-            }
             if p != k {
                 for c in k..n {
                     a.swap(k * n + c, p * n + c);
@@ -211,6 +195,22 @@ impl BorderedBand {
             b[k] = s / a[k * n + k];
         }
     }
+}
+
+/// Row of the largest |a[r][k]| for r in k..end (partial pivoting); an error when it is
+/// zero or not finite.
+fn pivot(a: &[f64], n: usize, k: usize, end: usize) -> Result<usize, SingularMatrix> {
+    let mut p = k;
+    for r in k + 1..end {
+        if a[r * n + k].abs() > a[p * n + k].abs() {
+            p = r;
+        }
+    }
+    let v = a[p * n + k];
+    if v == 0.0 || !v.is_finite() {
+        return Err(SingularMatrix { column: k });
+    }
+    Ok(p)
 }
 
 #[cfg(test)]
