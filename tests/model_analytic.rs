@@ -147,3 +147,35 @@ fn energy_is_conserved_without_dissipation_actuation_and_penalty_damping() {
         .fold(0.0, f64::max);
     assert!(drift < 1e-4 * kinetic, "drift {drift} of kinetic {kinetic}");
 }
+
+#[test]
+fn top_bending_frequency_matches_the_generalised_eigenproblem() {
+    use metachron::integrate::dkd::{top_bending_frequency, DkdSettings};
+    for overrides in [&[][..], &["n_nodes=8"][..], &["k_m=5"][..]] {
+        let mut p = Params::default();
+        for o in overrides {
+            p.apply_override(o).unwrap();
+        }
+        let r = Robot::new(&p);
+        let m2 = 2 * p.n_nodes;
+        let k = DMatrix::from_fn(m2, m2, |i, j| p.k_m * r.fe.bending.get(i, j));
+        let m = DMatrix::from_fn(m2, m2, |i, j| p.rho * r.fe.mass.get(i, j));
+        let li = m.cholesky().unwrap().l().try_inverse().unwrap();
+        let w2 = (&li * k * li.transpose())
+            .symmetric_eigen()
+            .eigenvalues
+            .max();
+        let w = top_bending_frequency(&r);
+        assert!(
+            (w - w2.sqrt()).abs() < 1e-6 * w,
+            "{overrides:?}: {w} vs {}",
+            w2.sqrt()
+        );
+        let h = DkdSettings::default().step_for(&r, 0.01);
+        assert!(
+            h <= 0.85 * 2.0 / w + 1e-15 && h <= 2.5e-4,
+            "{overrides:?}: h = {h}"
+        );
+        eprintln!("{overrides:?}: omega_max {w:.1} rad/s, step {h:.4e} s");
+    }
+}

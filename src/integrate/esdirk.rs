@@ -124,6 +124,22 @@ impl System<'_> {
     }
 }
 
+/// ∂a/∂q and ∂a/∂v of the robot at (q, v), dense row-major `nq × nq` each: the
+/// finite-difference Jacobian the reference uses (also for spectrum measurements).
+pub fn acceleration_jacobian(robot: &Robot, q: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let nq = robot.nq();
+    let mut sys = System {
+        robot,
+        nq,
+        evals: 0,
+    };
+    let mut a0 = vec![0.0; nq];
+    sys.accel(q, v, &mut a0);
+    let (mut jq, mut jv) = (vec![0.0; nq * nq], vec![0.0; nq * nq]);
+    sys.jacobian(q, v, &a0, &mut jq, &mut jv);
+    (jq, jv)
+}
+
 /// Weighted RMS norm of e with weights atol + rtol·|y|.
 fn wrms(e: &[f64], y: &[f64], rtol: f64, atol: f64) -> f64 {
     let s: f64 = e
