@@ -94,6 +94,8 @@ pub struct SolverStats {
     pub lu_factorizations: usize,
     pub newton_iterations: usize,
     pub newton_failures: usize,
+    /// Step of a fixed-step backend (s); 0 for the adaptive reference.
+    pub fixed_step: f64,
 }
 
 /// Evaluates dy/dt for the reference's first-order system.
@@ -262,6 +264,7 @@ pub fn run_reference(
                 lu_factorizations: st.number_of_linear_solver_setups,
                 newton_iterations: st.number_of_nonlinear_solver_iterations,
                 newton_failures: st.number_of_nonlinear_solver_fails,
+                fixed_step: 0.0,
             };
             ReferenceRun { status, stats }
         }};

@@ -196,7 +196,7 @@ pub fn run_point(
             );
             let stats = SolverStats {
                 steps: st.steps,
-                rhs_evals: st.steps,
+                fixed_step: st.h,
                 ..SolverStats::default()
             };
             (status, stats)

@@ -272,3 +272,26 @@ fn the_shipped_paper_point_file_is_the_default_configuration() {
     let (t, d) = (cfg.metrics.thresholds, def.metrics.thresholds);
     assert!((t.slip_max - d.slip_max).abs() < 1e-15 && (t.lag_min - d.lag_min).abs() < 1e-15);
 }
+
+#[test]
+fn simulate_runs_on_the_cpu_backend() {
+    let out = Command::new(env!("CARGO_BIN_EXE_metachron"))
+        .args([
+            "simulate",
+            "--quiet",
+            "--backend",
+            "cpu",
+            "--set",
+            "t_final=0.5",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("backend cpu")
+            && stdout.contains("fixed step")
+            && stdout.contains("status ok"),
+        "{stdout}"
+    );
+}

@@ -234,15 +234,22 @@ fn print_summary(plan: &Plan, r: &PointResult) {
     println!("  cost of transport    {:.6}", m.cost_of_transport);
     println!("  duty factor          {:.6}", m.duty_factor);
     println!("  max inextensibility  {:.3e}", m.max_inextensibility);
-    println!(
-        "solver: {} steps ({} rejected), {} rhs, {} jacobians, {} LU, {} newton its | wall {:.2} s ({:.3} robot-s per s)",
-        s.steps,
-        s.rejected_steps,
-        s.rhs_evals,
-        s.jacobian_evals,
-        s.lu_factorizations,
-        s.newton_iterations,
-        r.wall_seconds,
-        plan.cfg.params.t_final / r.wall_seconds
-    );
+    let rate = plan.cfg.params.t_final / r.wall_seconds;
+    if s.fixed_step > 0.0 {
+        println!(
+            "fixed step: {} steps of {:.4e} s | wall {:.2} s ({rate:.3} robot-s per s)",
+            s.steps, s.fixed_step, r.wall_seconds
+        );
+    } else {
+        println!(
+            "solver: {} steps ({} rejected), {} rhs, {} jacobians, {} LU, {} newton its | wall {:.2} s ({rate:.3} robot-s per s)",
+            s.steps,
+            s.rejected_steps,
+            s.rhs_evals,
+            s.jacobian_evals,
+            s.lu_factorizations,
+            s.newton_iterations,
+            r.wall_seconds,
+        );
+    }
 }
