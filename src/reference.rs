@@ -9,7 +9,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason};
+use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason, Vector};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{SettingsError, SolverError};
@@ -228,7 +228,7 @@ pub fn run_reference(
                 let t_before = solver.state().t;
                 let step = solver.step();
                 let t = solver.state().t;
-                let y = solver.state().y.clone_as_vec_host();
+                let y = solver.state().y.clone_as_vec();
                 if !state_is_sane(&y[..2 * nq]) {
                     break Status::Diverged { time: t };
                 }
@@ -241,7 +241,7 @@ pub fn run_reference(
                                 y.clone()
                             } else {
                                 match solver.interpolate(ts) {
-                                    Ok(v) => v.clone_as_vec_host(),
+                                    Ok(v) => v.clone_as_vec(),
                                     Err(_) => break,
                                 }
                             };
@@ -276,15 +276,4 @@ pub fn run_reference(
         Method::Esdirk34 => unreachable!("handled above"),
     };
     Ok(run)
-}
-
-/// Helper trait: diffsol vectors to host `Vec<f64>`.
-trait HostVec {
-    fn clone_as_vec_host(&self) -> Vec<f64>;
-}
-
-impl<V: diffsol::Vector<T = f64>> HostVec for V {
-    fn clone_as_vec_host(&self) -> Vec<f64> {
-        self.clone_as_vec()
-    }
 }

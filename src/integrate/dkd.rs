@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::SettingsError;
 use crate::model::hermite::Dense;
 use crate::model::Robot;
-use crate::params::MAX_NODES;
+use crate::params::{MAX_LEGS, MAX_NODES};
 use crate::sample::{state_is_sane, Sample, Status};
 
 /// Fixed-step settings.
@@ -309,14 +309,16 @@ pub fn step(robot: &Robot, k: &KickConstants, q: &mut [f64], v: &mut [f64]) -> f
     for i in 0..nq {
         q[i] += 0.5 * h * v[i];
     }
-    let mut base_force = vec![[0.0; 2]; robot.n_legs];
-    let springs = robot.spring_pass(q, &mut base_force);
+    // Stack buffers, as in `Robot::accelerations`: no allocation per step.
+    let mut base_force = [[0.0; 2]; MAX_LEGS];
+    let springs = robot.spring_pass(q, &mut base_force[..robot.n_legs]);
     let mut power = 0.0;
-    let mut v_new = vec![0.0; l];
-    for (i, &f) in base_force.iter().enumerate() {
+    let mut v_buf = [0.0; 4 * MAX_NODES];
+    let v_new = &mut v_buf[..l];
+    for (i, &f) in base_force[..robot.n_legs].iter().enumerate() {
         let r = i * l..(i + 1) * l;
-        power += kick_leg(robot, k, i, &q[r.clone()], &v[r.clone()], f, &mut v_new);
-        v[r].copy_from_slice(&v_new);
+        power += kick_leg(robot, k, i, &q[r.clone()], &v[r.clone()], f, v_new);
+        v[r].copy_from_slice(v_new);
     }
     // Body: explicit loads, implicit damping.
     let o = robot.n_legs * l;
