@@ -51,6 +51,8 @@ pub enum SolverError {
     Setup(String),
     #[error("step failed at t = {time}: {message}")]
     StepFailed { time: f64, message: String },
+    #[error("GPU backend: {0}")]
+    Gpu(String),
 }
 
 /// Failures while writing or reading outputs.

@@ -20,3 +20,4 @@ pub mod output;
 pub mod reference;
 pub mod sample;
 pub mod simulate;
+pub mod gpu;

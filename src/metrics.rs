@@ -201,6 +201,24 @@ pub fn wrap(x: f64) -> f64 {
     }
 }
 
+/// The running sums of a [`MetricsAccumulator`], as a backend that accumulates them
+/// itself reports them. φ may carry any constant offset per leg (only differences count).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tally {
+    pub first_y: Option<f64>,
+    /// (t, Y_b, work) of the last sample.
+    pub last: Option<(f64, f64, f64)>,
+    pub max_inext: f64,
+    pub phi: Vec<f64>,
+    pub win_count: usize,
+    /// (t, Y_b) of the first window sample.
+    pub win_start: Option<(f64, f64)>,
+    pub phi_start: Vec<f64>,
+    pub pair_sum: Vec<[f64; 2]>,
+    pub kuramoto_sum: f64,
+    pub contact_count: Vec<usize>,
+}
+
 /// Streaming accumulator: feed samples in time order, then [`MetricsAccumulator::finish`].
 #[derive(Debug, Clone)]
 pub struct MetricsAccumulator {
@@ -213,7 +231,7 @@ pub struct MetricsAccumulator {
     first_y: Option<f64>,
     last: Option<(f64, f64, f64)>, // (t, Y_b, work)
     max_inext: f64,
-    psi_prev: Vec<f64>,
+    tangent_prev: Vec<[f64; 2]>,
     phi: Vec<f64>,
     // window
     win_count: usize,
@@ -236,7 +254,7 @@ impl MetricsAccumulator {
             first_y: None,
             last: None,
             max_inext: 0.0,
-            psi_prev: Vec::new(),
+            tangent_prev: Vec::new(),
             phi: vec![0.0; n],
             win_count: 0,
             win_start: None,
@@ -249,17 +267,22 @@ impl MetricsAccumulator {
 
     pub fn push(&mut self, s: &Sample) {
         let n = self.n;
-        // Unwrapped φ = −ψ (a sample step is assumed to turn a leg by less than π).
-        if self.psi_prev.is_empty() {
-            self.psi_prev = s.psi.clone();
+        // Unwrapped φ = −ψ (a sample step is assumed to turn a leg by less than π): the
+        // turn since the previous sample is the angle between the two unit tangents, so
+        // the GPU twin needs no angle of its own (`angle_of` in shaders/math.wgsl).
+        if self.tangent_prev.is_empty() {
+            self.tangent_prev = s.tangent.clone();
             for i in 0..n {
                 self.phi[i] = -s.psi[i];
             }
             self.first_y = Some(s.body[1]);
         } else {
             for i in 0..n {
-                self.phi[i] -= wrap(s.psi[i] - self.psi_prev[i]);
-                self.psi_prev[i] = s.psi[i];
+                let (p, t) = (self.tangent_prev[i], s.tangent[i]);
+                let cross = p[0] * t[1] - p[1] * t[0];
+                let dot = p[0] * t[0] + p[1] * t[1];
+                self.phi[i] -= cross.atan2(dot);
+                self.tangent_prev[i] = t;
             }
         }
         self.max_inext = s.inext.iter().fold(self.max_inext, |m, &x| m.max(x));
@@ -288,6 +311,23 @@ impl MetricsAccumulator {
                 self.contact_count[i] += 1;
             }
         }
+    }
+
+    /// Rebuild an accumulator from running sums kept elsewhere (the GPU's resident
+    /// state), so that one [`MetricsAccumulator::finish`] serves every backend.
+    pub fn from_tally(p: &Params, s: &MetricsSettings, tally: Tally) -> Self {
+        let mut acc = MetricsAccumulator::new(p, s);
+        acc.first_y = tally.first_y;
+        acc.last = tally.last;
+        acc.max_inext = tally.max_inext;
+        acc.phi = tally.phi;
+        acc.win_count = tally.win_count;
+        acc.win_start = tally.win_start;
+        acc.phi_start = tally.phi_start;
+        acc.pair_sum = tally.pair_sum;
+        acc.kuramoto_sum = tally.kuramoto_sum;
+        acc.contact_count = tally.contact_count;
+        acc
     }
 
     pub fn finish(&self, status: Status) -> Metrics {

@@ -21,6 +21,8 @@ pub enum Backend {
     Reference,
     /// The fixed-step DKD-dc scheme on the CPU (f64), the batch engines' readable twin.
     Cpu,
+    /// The same scheme in WGSL compute shaders (wgpu), many instances per dispatch.
+    Gpu,
 }
 
 impl Backend {
@@ -28,6 +30,7 @@ impl Backend {
         match self {
             Backend::Reference => "reference",
             Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
         }
     }
 }
@@ -150,6 +153,8 @@ pub struct PointResult {
     /// Output samples, kept only when asked for.
     pub samples: Vec<Sample>,
     pub wall_seconds: f64,
+    /// The backend that produced it (gpu requests fall back to cpu without an adapter).
+    pub backend: Backend,
 }
 
 /// Run one point on `backend`. `keep_samples` keeps the time series in memory;
@@ -160,6 +165,13 @@ pub fn run_point(
     keep_samples: bool,
     on_progress: impl FnMut(f64),
 ) -> Result<PointResult, SolverError> {
+    if backend == Backend::Gpu {
+        // The device keeps no time series: one instance, metrics only.
+        let ctx = crate::gpu::shared_context().map_err(SolverError::Gpu)?;
+        return crate::gpu::run_gpu_batch(ctx, std::slice::from_ref(cfg))
+            .pop()
+            .unwrap_or_else(|| Err(SolverError::Gpu("no result".into())));
+    }
     let start = std::time::Instant::now();
     let robot = Robot::new(&cfg.params);
     let mut acc = MetricsAccumulator::new(&cfg.params, &cfg.metrics);
@@ -186,7 +198,7 @@ pub fn run_point(
             )?;
             (run.status, run.stats)
         }
-        Backend::Cpu => {
+        Backend::Cpu | Backend::Gpu => {
             let (status, st) = dkd::integrate(
                 &robot,
                 &cfg.fixed_step,
@@ -208,5 +220,6 @@ pub fn run_point(
         stats,
         samples,
         wall_seconds: start.elapsed().as_secs_f64(),
+        backend,
     })
 }

@@ -1,0 +1,193 @@
+//! Adapter discovery and device creation, apart from any computation: the engine
+//! takes a [`GpuContext`], tests make their own.
+
+use std::sync::OnceLock;
+
+use super::{GpuError, Precision, PrecisionChoice};
+
+/// How to pick the adapter and the precision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuOptions {
+    /// Case-insensitive substring of the adapter name; `None` prefers a discrete GPU.
+    pub adapter: Option<String>,
+    pub precision: PrecisionChoice,
+}
+
+/// What `metachron devices` prints of one adapter.
+#[derive(Debug, Clone)]
+pub struct AdapterSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub shader_f64: bool,
+    pub max_storage_buffer_binding_size: u64,
+    pub max_buffer_size: u64,
+    pub max_compute_workgroups_per_dimension: u32,
+    pub max_storage_buffers_per_shader_stage: u32,
+}
+
+fn instance() -> wgpu::Instance {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
+    desc.backends = wgpu::Backends::VULKAN;
+    wgpu::Instance::new(desc)
+}
+
+fn summary(a: &wgpu::Adapter) -> AdapterSummary {
+    let info = a.get_info();
+    let limits = a.limits();
+    AdapterSummary {
+        name: info.name.clone(),
+        backend: format!("{:?}", info.backend),
+        device_type: format!("{:?}", info.device_type),
+        driver: format!("{} {}", info.driver, info.driver_info)
+            .trim()
+            .to_string(),
+        shader_f64: a.features().contains(wgpu::Features::SHADER_F64),
+        max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
+        max_buffer_size: limits.max_buffer_size,
+        max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+        max_storage_buffers_per_shader_stage: limits.max_storage_buffers_per_shader_stage,
+    }
+}
+
+/// Every adapter wgpu can see.
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    let inst = instance();
+    pollster::block_on(inst.enumerate_adapters(wgpu::Backends::VULKAN))
+        .iter()
+        .map(summary)
+        .collect()
+}
+
+fn rank(t: wgpu::DeviceType) -> u8 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+/// An open device and what the engine needs to know about it.
+pub struct GpuContext {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub adapter: AdapterSummary,
+    pub precision: Precision,
+    pub limits: wgpu::Limits,
+}
+
+impl std::fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.adapter.name)
+            .field("precision", &self.precision)
+            .finish()
+    }
+}
+
+impl GpuContext {
+    /// Open the adapter `opts` asks for (a discrete GPU first, the CPU adapter last).
+    pub fn new(opts: &GpuOptions) -> Result<GpuContext, GpuError> {
+        let inst = instance();
+        let mut adapters = pollster::block_on(inst.enumerate_adapters(wgpu::Backends::VULKAN));
+        if adapters.is_empty() {
+            return Err(GpuError::NoAdapter);
+        }
+        adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        let adapter = match &opts.adapter {
+            Some(wanted) => {
+                let w = wanted.to_lowercase();
+                let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                adapters
+                    .into_iter()
+                    .find(|a| a.get_info().name.to_lowercase().contains(&w))
+                    .ok_or_else(|| GpuError::AdapterNotFound {
+                        wanted: wanted.clone(),
+                        available: names.join(", "),
+                    })?
+            }
+            None => adapters.remove(0),
+        };
+        let s = summary(&adapter);
+        let precision = match (opts.precision, s.shader_f64) {
+            (PrecisionChoice::F32, _) | (PrecisionChoice::Auto, false) => Precision::F32,
+            (PrecisionChoice::F64, true) | (PrecisionChoice::Auto, true) => Precision::F64,
+            (PrecisionChoice::F64, false) => return Err(GpuError::NoF64 { adapter: s.name }),
+        };
+        let features = match precision {
+            Precision::F64 => wgpu::Features::SHADER_F64,
+            Precision::F32 => wgpu::Features::empty(),
+        };
+        // Ask for the adapter's own buffer limits: big batches need big state buffers.
+        let al = adapter.limits();
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: al.max_storage_buffer_binding_size,
+            max_buffer_size: al.max_buffer_size,
+            max_storage_buffers_per_shader_stage: al.max_storage_buffers_per_shader_stage.min(8),
+            ..wgpu::Limits::default()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("metachron"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|e| GpuError::Device {
+            adapter: s.name.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(GpuContext {
+            device,
+            queue,
+            adapter: s,
+            precision,
+            limits,
+        })
+    }
+}
+
+impl GpuOptions {
+    /// `METACHRON_ADAPTER` (name substring) and `METACHRON_GPU_PRECISION` (auto|f64|f32).
+    pub fn from_env() -> Result<GpuOptions, String> {
+        let adapter = std::env::var("METACHRON_ADAPTER")
+            .ok()
+            .filter(|s| !s.is_empty());
+        let precision = match std::env::var("METACHRON_GPU_PRECISION").as_deref() {
+            Err(_) | Ok("") | Ok("auto") => PrecisionChoice::Auto,
+            Ok("f64") => PrecisionChoice::F64,
+            Ok("f32") => PrecisionChoice::F32,
+            Ok(other) => {
+                return Err(format!(
+                    "METACHRON_GPU_PRECISION = {other:?}: allowed values are auto, f64, f32"
+                ))
+            }
+        };
+        Ok(GpuOptions { adapter, precision })
+    }
+}
+
+static OPTIONS: OnceLock<GpuOptions> = OnceLock::new();
+static SHARED: OnceLock<Result<GpuContext, String>> = OnceLock::new();
+
+/// Set the process's adapter and precision choice (the CLI's --adapter and
+/// --gpu-precision) before the first GPU use; false when it is too late.
+pub fn configure(opts: GpuOptions) -> bool {
+    OPTIONS.set(opts).is_ok() && SHARED.get().is_none()
+}
+
+/// The process-wide context, opened on first use (one process talks to one adapter).
+pub fn shared_context() -> Result<&'static GpuContext, String> {
+    SHARED
+        .get_or_init(|| {
+            let opts = match OPTIONS.get() {
+                Some(o) => o.clone(),
+                None => GpuOptions::from_env()?,
+            };
+            GpuContext::new(&opts).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| e.clone())
+}

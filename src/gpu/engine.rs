@@ -1,0 +1,540 @@
+//! Running a batch on the device: per-instance constants and initial state are
+//! uploaded once, the `advance` stage is dispatched over successive ranges of output
+//! samples with the state resident, and only the final state and status words are
+//! read back and turned into the same [`PointResult`] every backend reports.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use wgpu::util::DeviceExt;
+
+use super::device::GpuContext;
+use super::layout::{
+    loop_iterations_per_step, Control, InstanceInts, InstanceParams, LegParams, MatrixLayout,
+    StateLayout, SOFTWARE_LOOP_BUDGET, WORKGROUP_SIZE,
+};
+use super::shader::{self, ENTRY_POINT};
+use super::{GpuError, Precision};
+use crate::error::SolverError;
+use crate::integrate::dkd::KickConstants;
+use crate::metrics::{MetricsAccumulator, Tally};
+use crate::model::Robot;
+use crate::reference::SolverStats;
+use crate::sample::Status;
+use crate::simulate::{Backend, PointResult, RunConfig};
+
+/// Steps per dispatch on hardware adapters: long enough to amortise a submit, short
+/// enough that a display driver's watchdog never sees a long dispatch.
+pub const HARDWARE_STEPS_PER_DISPATCH: u32 = 2000;
+
+/// Host-side plan of one instance.
+#[derive(Debug, Clone)]
+struct InstancePlan {
+    params: InstanceParams,
+    ints: InstanceInts,
+    legs: Vec<LegParams>,
+    h: f64,
+    q0: Vec<f64>,
+}
+
+/// A compiled pipeline per (legs, nodes, precision).
+pub struct GpuEngine<'a> {
+    pub ctx: &'a GpuContext,
+    /// Override of the steps per dispatch (default: by adapter, see
+    /// [`GpuEngine::steps_per_dispatch`]).
+    pub steps_per_dispatch: Option<u32>,
+    pipelines: Mutex<HashMap<(usize, usize), wgpu::ComputePipeline>>,
+}
+
+fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> InstancePlan {
+    let p = &cfg.params;
+    let dt = cfg.metrics.dt_out;
+    // As in `dkd::integrate`: samples at k·dt (the last at t_final), whole steps each.
+    let n_samples = (p.t_final / dt - 1e-9).ceil() as usize;
+    let per_sample = (dt / h).round() as u32;
+    let steps_last = ((p.t_final - (n_samples - 1) as f64 * dt) / h)
+        .round()
+        .max(1.0) as u32;
+    let ws = cfg.metrics.window_start(p.t_final);
+    let window_first = (0..=n_samples)
+        .find(|&k| cfg.metrics.sample_time(k, p.t_final) + 1e-9 >= ws)
+        .unwrap_or(n_samples + 1) as u32;
+    let b = &robot.body;
+    let n = p.n_legs;
+    let params = InstanceParams {
+        rho: p.rho,
+        zeta: p.zeta,
+        k_m: p.k_m,
+        g: p.g,
+        lambda: p.lambda,
+        eta: p.eta,
+        mu: p.mu,
+        leg_length: p.leg_length,
+        k_p: p.k_p,
+        x_t: p.x_t,
+        epsilon: p.epsilon,
+        nu: p.nu,
+        body_mass: p.body_mass,
+        inertia: b.inertia,
+        alpha: p.alpha,
+        beta: p.beta,
+        l_alpha: p.l_alpha,
+        l_beta: p.l_beta,
+        b_first: b.b_points[0],
+        b_last: b.b_points[n + 1],
+        p_points: b.p_points,
+        h,
+        theta: cfg.fixed_step.theta,
+    };
+    let legs = (0..n)
+        .map(|i| LegParams {
+            omega: p.leg_omega(i),
+            actuated: if p.actuated[i] { 1.0 } else { 0.0 },
+            b_point: b.b_points[i + 1],
+        })
+        .collect();
+    let (q0, _) = robot.initial_state();
+    InstancePlan {
+        params,
+        ints: InstanceInts {
+            matrix_set,
+            steps_per_sample: per_sample,
+            steps_last,
+            n_samples: n_samples as u32,
+            window_first,
+        },
+        legs,
+        h,
+        q0,
+    }
+}
+
+/// The matrices one instance's legs use; instances with equal keys share a set.
+fn matrix_set(robot: &Robot, h: f64, theta: f64) -> Vec<f64> {
+    let m = 2 * robot.n_nodes;
+    let lay = MatrixLayout { m };
+    let mut out = vec![0.0; lay.stride()];
+    out[lay.mass()..lay.mass() + m * m].copy_from_slice(&robot.fe.mass.a);
+    out[lay.bending()..lay.bending() + m * m].copy_from_slice(&robot.fe.bending.a);
+    out[lay.geometric()..lay.geometric() + m * m].copy_from_slice(&robot.fe.geometric.a);
+    let k = KickConstants::new(robot, h, theta);
+    out[lay.p_inv()..lay.p_inv() + m * m].copy_from_slice(&k.p_inv.a);
+    out[lay.load()..lay.load() + m].copy_from_slice(&robot.fe.load);
+    out
+}
+
+/// f64 words to the device's `real`.
+fn reals(x: &[f64], precision: Precision) -> Vec<u8> {
+    match precision {
+        Precision::F64 => bytemuck::cast_slice(x).to_vec(),
+        Precision::F32 => {
+            let y: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            bytemuck::cast_slice(&y).to_vec()
+        }
+    }
+}
+
+fn from_reals(bytes: &[u8], precision: Precision) -> Vec<f64> {
+    match precision {
+        Precision::F64 => bytemuck::pod_collect_to_vec::<u8, f64>(bytes),
+        Precision::F32 => bytemuck::pod_collect_to_vec::<u8, f32>(bytes)
+            .into_iter()
+            .map(f64::from)
+            .collect(),
+    }
+}
+
+impl<'a> GpuEngine<'a> {
+    pub fn new(ctx: &'a GpuContext) -> Self {
+        GpuEngine {
+            ctx,
+            steps_per_dispatch: None,
+            pipelines: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn word(&self) -> u64 {
+        match self.ctx.precision {
+            Precision::F64 => 8,
+            Precision::F32 => 4,
+        }
+    }
+
+    /// Most instances of this shape one dispatch chain can hold.
+    pub fn max_batch(&self, n_legs: usize, n_nodes: usize) -> usize {
+        let per = (StateLayout { n_legs, n_nodes }.slots() as u64) * self.word();
+        let limit = self
+            .ctx
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.ctx.limits.max_buffer_size);
+        let by_workgroups =
+            self.ctx.limits.max_compute_workgroups_per_dimension as u64 * WORKGROUP_SIZE as u64;
+        (limit / per).min(by_workgroups).max(1) as usize
+    }
+
+    /// Steps per dispatch for this shape: on software adapters, as many as fit the
+    /// per-invocation loop budget with a 20 % margin.
+    pub fn steps_per_dispatch(&self, n_legs: usize, n_nodes: usize) -> Result<u32, GpuError> {
+        if let Some(n) = self.steps_per_dispatch {
+            return Ok(n.max(1));
+        }
+        if self.ctx.adapter.device_type != "Cpu" {
+            return Ok(HARDWARE_STEPS_PER_DISPATCH);
+        }
+        let per_step = loop_iterations_per_step(n_legs, n_nodes);
+        let fit = (SOFTWARE_LOOP_BUDGET * 4 / 5) / per_step;
+        if fit == 0 {
+            return Err(GpuError::LoopBudget {
+                adapter: self.ctx.adapter.name.clone(),
+                n_legs,
+                n_nodes,
+                per_step,
+                budget: SOFTWARE_LOOP_BUDGET,
+            });
+        }
+        Ok(fit as u32)
+    }
+
+    fn pipeline(&self, n_legs: usize, n_nodes: usize) -> Result<wgpu::ComputePipeline, GpuError> {
+        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = cache.get(&(n_legs, n_nodes)) {
+            return Ok(p.clone());
+        }
+        let src = shader::source(n_legs, n_nodes, self.ctx.precision);
+        shader::validate(&src)?;
+        let dev = &self.ctx.device;
+        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+        let checks = wgpu::ShaderRuntimeChecks {
+            force_loop_bounding: false,
+            ..wgpu::ShaderRuntimeChecks::checked()
+        };
+        // SAFETY: bounds checks stay on; only naga's forced loop bounding is off. Every
+        // loop of the kernel is bounded by a constant or by the host-checked sample and
+        // step counts, so no invocation can loop forever.
+        let module = unsafe {
+            dev.create_shader_module_trusted(
+                wgpu::ShaderModuleDescriptor {
+                    label: Some("metachron advance"),
+                    source: wgpu::ShaderSource::Wgsl(src.into()),
+                },
+                checks,
+            )
+        };
+        let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("metachron advance"),
+            layout: None,
+            module: &module,
+            entry_point: Some(ENTRY_POINT),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(GpuError::Shader(e.to_string()));
+        }
+        cache.insert((n_legs, n_nodes), pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// Run every configuration; instances of equal (legs, nodes) share dispatches.
+    /// A diverging instance is flagged in its own result and never stops the others.
+    pub fn run(&self, cfgs: &[RunConfig]) -> Result<Vec<PointResult>, GpuError> {
+        Ok(self
+            .run_with_state(cfgs)?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect())
+    }
+
+    /// As [`GpuEngine::run`], also returning each instance's final (q, v) as f64
+    /// (for checking the shader against its CPU twin state by state).
+    pub fn run_with_state(
+        &self,
+        cfgs: &[RunConfig],
+    ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
+        let mut groups: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+        for (i, c) in cfgs.iter().enumerate() {
+            groups
+                .entry((c.params.n_legs, c.params.n_nodes))
+                .or_default()
+                .push(i);
+        }
+        let mut out: Vec<Option<(PointResult, Vec<f64>)>> = vec![None; cfgs.len()];
+        let mut keys: Vec<_> = groups.keys().copied().collect();
+        keys.sort();
+        for key in keys {
+            let idx = &groups[&key];
+            let cap = self.max_batch(key.0, key.1);
+            for chunk in idx.chunks(cap) {
+                let sub: Vec<&RunConfig> = chunk.iter().map(|&i| &cfgs[i]).collect();
+                for (r, &i) in self.run_group(&sub)?.into_iter().zip(chunk) {
+                    out[i] = Some(r);
+                }
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|r| r.expect("every instance ran"))
+            .collect())
+    }
+
+    /// One batch of instances of the same shape.
+    fn run_group(&self, cfgs: &[&RunConfig]) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
+        let start = Instant::now();
+        let precision = self.ctx.precision;
+        let (n_legs, n_nodes) = (cfgs[0].params.n_legs, cfgs[0].params.n_nodes);
+        let lay = StateLayout { n_legs, n_nodes };
+        let b = cfgs.len();
+        let pipeline = self.pipeline(n_legs, n_nodes)?;
+
+        // Per-instance constants, matrix sets shared by equal keys.
+        let mut set_of: HashMap<[u64; 6], u32> = HashMap::new();
+        let mut mats: Vec<f64> = Vec::new();
+        let mut plans = Vec::with_capacity(b);
+        for cfg in cfgs {
+            let robot = Robot::new(&cfg.params);
+            let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
+            let p = &cfg.params;
+            let key = [
+                p.leg_length.to_bits(),
+                p.rho.to_bits(),
+                p.zeta.to_bits(),
+                p.k_m.to_bits(),
+                h.to_bits(),
+                cfg.fixed_step.theta.to_bits(),
+            ];
+            let next = set_of.len() as u32;
+            let set = *set_of.entry(key).or_insert_with(|| {
+                mats.extend(matrix_set(&robot, h, cfg.fixed_step.theta));
+                next
+            });
+            plans.push(plan_instance(cfg, &robot, h, set));
+        }
+        let mut params: Vec<f64> = Vec::with_capacity(b * 32);
+        let mut legs: Vec<f64> = Vec::with_capacity(b * n_legs * 4);
+        let mut ints: Vec<InstanceInts> = Vec::with_capacity(b);
+        let mut state = vec![0.0; lay.slots() * b];
+        for (i, pl) in plans.iter().enumerate() {
+            params.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&pl.params)));
+            legs.extend_from_slice(bytemuck::cast_slice(&pl.legs));
+            ints.push(pl.ints);
+            for (k, &x) in pl.q0.iter().enumerate() {
+                state[(lay.q() + k) * b + i] = x;
+            }
+        }
+        let dev = &self.ctx.device;
+        let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytes,
+                usage: wgpu::BufferUsages::STORAGE | extra,
+            })
+        };
+        let params_buf = storage(
+            "instances",
+            &reals(&params, precision),
+            wgpu::BufferUsages::empty(),
+        );
+        let ints_buf = storage(
+            "ints",
+            bytemuck::cast_slice(&ints),
+            wgpu::BufferUsages::empty(),
+        );
+        let legs_buf = storage(
+            "legs",
+            &reals(&legs, precision),
+            wgpu::BufferUsages::empty(),
+        );
+        let mats_buf = storage(
+            "mats",
+            &reals(&mats, precision),
+            wgpu::BufferUsages::empty(),
+        );
+        let state_bytes = reals(&state, precision);
+        let state_buf = storage("state", &state_bytes, wgpu::BufferUsages::COPY_SRC);
+        let status_buf = storage(
+            "status",
+            bytemuck::cast_slice(&vec![0u32; b]),
+            wgpu::BufferUsages::COPY_SRC,
+        );
+        let ctl_buf = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("control"),
+            size: std::mem::size_of::<Control>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let layout = pipeline.get_bind_group_layout(0);
+        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("metachron batch"),
+            layout: &layout,
+            entries: &[
+                entry(0, &ctl_buf),
+                entry(1, &params_buf),
+                entry(2, &ints_buf),
+                entry(3, &legs_buf),
+                entry(4, &mats_buf),
+                entry(5, &state_buf),
+                entry(6, &status_buf),
+            ],
+        });
+        let last_step = ints
+            .iter()
+            .map(|x| (x.n_samples - 1) * x.steps_per_sample + x.steps_last)
+            .max()
+            .unwrap_or(0);
+        let chunk = self.steps_per_dispatch(n_legs, n_nodes)?;
+        let groups = (b as u32).div_ceil(WORKGROUP_SIZE);
+        let mut begin = 0u32;
+        while begin <= last_step {
+            let end = begin.saturating_add(chunk).min(last_step + 1);
+            let ctl = Control {
+                batch: b as u32,
+                step_begin: begin,
+                step_end: end,
+                _pad: 0,
+            };
+            self.ctx
+                .queue
+                .write_buffer(&ctl_buf, 0, bytemuck::bytes_of(&ctl));
+            let mut enc = dev.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind, &[]);
+                pass.dispatch_workgroups(groups, 1, 1);
+            }
+            self.ctx.queue.submit([enc.finish()]);
+            // Keep the queue shallow: the next control write waits for this dispatch.
+            dev.poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| GpuError::Execution(e.to_string()))?;
+            begin = end;
+        }
+        let state = from_reals(&self.read(&state_buf, state_bytes.len() as u64)?, precision);
+        let status: Vec<u32> = bytemuck::pod_collect_to_vec(&self.read(&status_buf, 4 * b as u64)?);
+        let wall = start.elapsed().as_secs_f64() / b as f64;
+        Ok(cfgs
+            .iter()
+            .enumerate()
+            .map(|(i, cfg)| {
+                let qv: Vec<f64> = (0..2 * lay.nq()).map(|k| state[k * b + i]).collect();
+                (
+                    finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], wall),
+                    qv,
+                )
+            })
+            .collect())
+    }
+
+    fn read(&self, buf: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
+        let dev = &self.ctx.device;
+        let staging = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = dev.create_command_encoder(&Default::default());
+        enc.copy_buffer_to_buffer(buf, 0, &staging, 0, size);
+        self.ctx.queue.submit([enc.finish()]);
+        let (tx, rx) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        dev.poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Execution(e.to_string()))?;
+        rx.recv()
+            .map_err(|e| GpuError::Execution(e.to_string()))?
+            .map_err(|e| GpuError::Execution(e.to_string()))?;
+        let bytes = staging
+            .get_mapped_range(..)
+            .map_err(|e| GpuError::Execution(e.to_string()))?
+            .to_vec();
+        staging.unmap();
+        Ok(bytes)
+    }
+}
+
+fn entry(binding: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+    wgpu::BindGroupEntry {
+        binding,
+        resource: buf.as_entire_binding(),
+    }
+}
+
+/// Turn one instance's resident running sums into its metrics and status.
+#[allow(clippy::too_many_arguments)]
+fn finish_instance(
+    cfg: &RunConfig,
+    plan: &InstancePlan,
+    lay: StateLayout,
+    state: &[f64],
+    b: usize,
+    i: usize,
+    status_word: u32,
+    wall: f64,
+) -> PointResult {
+    let at = |s: usize| state[s * b + i];
+    let p = &cfg.params;
+    let n = p.n_legs;
+    let ni = plan.ints;
+    let time = |k: u32| cfg.metrics.sample_time(k as usize, p.t_final);
+    let (status, last_k) = match status_word {
+        0 => (Status::Ok, ni.n_samples),
+        k => (Status::Diverged { time: time(k - 1) }, k - 2),
+    };
+    let steps = if last_k == ni.n_samples {
+        (ni.n_samples as usize - 1) * ni.steps_per_sample as usize + ni.steps_last as usize
+    } else {
+        (last_k as usize + 1) * ni.steps_per_sample as usize
+    };
+    let win_count = if last_k >= ni.window_first {
+        (last_k - ni.window_first + 1) as usize
+    } else {
+        0
+    };
+    let tally = Tally {
+        first_y: Some(at(lay.first_y())),
+        last: Some((time(last_k), at(lay.last_y()), at(lay.last_work()))),
+        max_inext: at(lay.max_inext()),
+        phi: (0..n).map(|l| at(lay.phi() + l)).collect(),
+        win_count,
+        win_start: (win_count > 0).then(|| (time(ni.window_first), at(lay.window_y()))),
+        phi_start: (0..n).map(|l| at(lay.phi_start() + l)).collect(),
+        pair_sum: (0..n - 1)
+            .map(|l| [at(lay.pair_sum() + 2 * l), at(lay.pair_sum() + 2 * l + 1)])
+            .collect(),
+        kuramoto_sum: at(lay.kuramoto_sum()),
+        contact_count: (0..n)
+            .map(|l| at(lay.contact_count() + l) as usize)
+            .collect(),
+    };
+    let acc = MetricsAccumulator::from_tally(p, &cfg.metrics, tally);
+    PointResult {
+        metrics: acc.finish(status),
+        stats: SolverStats {
+            steps,
+            fixed_step: plan.h,
+            ..SolverStats::default()
+        },
+        samples: Vec::new(),
+        wall_seconds: wall,
+        backend: Backend::Gpu,
+    }
+}
+
+/// Run `cfgs` on a context's device; any device failure fails every instance of the call.
+pub fn run_gpu_batch(
+    ctx: &GpuContext,
+    cfgs: &[RunConfig],
+) -> Vec<Result<PointResult, SolverError>> {
+    match GpuEngine::new(ctx).run(cfgs) {
+        Ok(r) => r.into_iter().map(Ok).collect(),
+        Err(e) => {
+            let msg = e.to_string();
+            cfgs.iter()
+                .map(|_| Err(SolverError::Gpu(msg.clone())))
+                .collect()
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! The GPU batch engine: thousands of independent robot instances advanced by WGSL
+//! compute shaders (through wgpu), state resident on the device, only per-instance
+//! metrics read back.
+//!
+//! [`device`] finds and opens an adapter (kept apart from the computation so tests can
+//! bring their own), [`layout`] is the one definition of what host and shader share,
+//! [`shader`] assembles and checks the WGSL of `shaders/`, [`engine`] runs batches.
+
+pub mod device;
+pub mod engine;
+pub mod layout;
+pub mod shader;
+
+pub use device::{
+    configure, list_adapters, shared_context, AdapterSummary, GpuContext, GpuOptions,
+};
+pub use engine::{run_gpu_batch, GpuEngine};
+
+/// Floating-point type of the shader's `real`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    F64,
+    F32,
+}
+
+impl Precision {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Precision::F64 => "f64",
+            Precision::F32 => "f32",
+        }
+    }
+}
+
+/// Precision request: `auto` = f64 where the adapter has SHADER_F64, else f32.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrecisionChoice {
+    #[default]
+    Auto,
+    F64,
+    F32,
+}
+
+/// What can go wrong on the GPU path.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("no GPU adapter found (wgpu saw none on Vulkan); install a Vulkan driver (e.g. `apt-get install mesa-vulkan-drivers` for the lavapipe CPU adapter) or use --backend cpu")]
+    NoAdapter,
+    #[error("no adapter matches --adapter {wanted:?}; available: {available}")]
+    AdapterNotFound { wanted: String, available: String },
+    #[error("adapter {adapter} lacks SHADER_F64; use --gpu-precision f32 or auto")]
+    NoF64 { adapter: String },
+    #[error("cannot open device on {adapter}: {message}")]
+    Device { adapter: String, message: String },
+    #[error("shader rejected: {0}")]
+    Shader(String),
+    #[error("GPU execution failed: {0}")]
+    Execution(String),
+    #[error("{n_legs} legs x {n_nodes} nodes need ~{per_step} loop iterations per step, more than the {budget} that {adapter} (a software adapter) runs per invocation; use --backend cpu for this shape")]
+    LoopBudget {
+        adapter: String,
+        n_legs: usize,
+        n_nodes: usize,
+        per_step: u64,
+        budget: u64,
+    },
+    #[error("batch too large for the device: one instance needs {per_instance} bytes of state, the device binds at most {limit} bytes")]
+    TooLarge { per_instance: u64, limit: u64 },
+}
