@@ -1,108 +1,180 @@
-//! The shader against its CPU twin: same scheme, same step, same metrics.
+//! The WGSL engine against its CPU twin (same scheme, same step, same metrics) and
+//! its batch behaviour. Skipped with a notice where no adapter exists, unless
+//! METACHRON_REQUIRE_GPU=1 (CI, on lavapipe).
 
 mod common;
 
-use metachron::batch::run_batch;
-use metachron::gpu::run_gpu_batch;
-use metachron::simulate::{Backend, RunConfig};
+use common::validation::validation_points;
+use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
+use metachron::integrate::dkd::{self, KickConstants};
+use metachron::model::Robot;
+use metachron::simulate::{run_point, Backend, PointResult, RunConfig};
 
-fn cfg(sets: &[&str]) -> RunConfig {
-    let mut c = RunConfig::default();
-    for s in sets {
-        c.params.apply_override(s).expect("valid override");
+fn short(t_final: f64) -> Vec<(&'static str, RunConfig)> {
+    validation_points()
+        .into_iter()
+        .map(|(n, mut c)| {
+            c.params.t_final = t_final;
+            (n, c)
+        })
+        .collect()
+}
+
+/// |a − b| ≤ tol·max(|b|, 1): agreement to near round-off, where the two sides differ
+/// only in summation order, fused multiply-adds and the polynomial sin/cos of the shader.
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * b.abs().max(1.0) || (a.is_nan() && b.is_nan())
+}
+
+fn assert_twins(name: &str, g: &PointResult, c: &PointResult, tol: f64) {
+    assert_eq!(g.metrics.status, c.metrics.status, "{name}: status");
+    assert_eq!(g.metrics.class, c.metrics.class, "{name}: class");
+    assert_eq!(g.stats.steps, c.stats.steps, "{name}: steps");
+    assert_eq!(g.stats.fixed_step, c.stats.fixed_step, "{name}: step");
+    let names = metachron::metrics::METRIC_COLUMNS;
+    for ((col, a), b) in names
+        .iter()
+        .zip(g.metrics.scalars())
+        .zip(c.metrics.scalars())
+    {
+        // The inextensibility error is a difference of O(1) numbers: absolute round-off.
+        let ok = if col.0 == "max_inextensibility" {
+            (a - b).abs() <= 1e-12
+        } else {
+            close(a, b, tol)
+        };
+        assert!(ok, "{name}: {} gpu {a} cpu {b}", col.0);
     }
-    c.validate().expect("valid config");
-    c
+    for (a, b) in g.metrics.leg_frequency.iter().zip(&c.metrics.leg_frequency) {
+        assert!(close(*a, *b, tol), "{name}: leg frequency gpu {a} cpu {b}");
+    }
 }
 
 #[test]
-fn gpu_matches_cpu_twin_over_a_short_horizon() {
-    let Some(ctx) = common::gpu::gpu_context("gpu_matches_cpu_twin_over_a_short_horizon") else {
+fn gpu_matches_its_cpu_twin_to_round_off_on_eight_points() {
+    let Some(ctx) = common::gpu::gpu_context("gpu_matches_its_cpu_twin") else {
         return;
     };
-    let cfgs = vec![cfg(&["t_final=0.5"])];
-    let t0 = std::time::Instant::now();
-    let gpu = run_gpu_batch(&ctx, &cfgs);
-    eprintln!("gpu {:?}", t0.elapsed());
-    let cpu = run_batch(&cfgs, Backend::Cpu);
-    for (g, c) in gpu.iter().zip(&cpu) {
-        let (g, c) = (g.as_ref().expect("gpu ok"), c.as_ref().expect("cpu ok"));
-        eprintln!("gpu {:?}\ncpu {:?}", g.metrics, c.metrics);
-        assert_eq!(g.stats.steps, c.stats.steps);
+    let points = short(0.5);
+    let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
+    let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
+    for ((name, cfg), g) in points.iter().zip(&gpu) {
+        let c = run_point(cfg, Backend::Cpu, false, |_| {}).expect("cpu");
+        assert_twins(name, g, &c, 1e-9);
     }
 }
 
 #[test]
-fn one_step_matches_cpu_step() {
-    use metachron::integrate::dkd::{self, KickConstants};
-    use metachron::model::Robot;
-    let Some(ctx) = common::gpu::gpu_context("one_step_matches_cpu_step") else {
+fn gpu_state_follows_the_cpu_step_by_step() {
+    let Some(ctx) = common::gpu::gpu_context("gpu_state_follows_the_cpu_step_by_step") else {
         return;
     };
-    let steps: usize = std::env::var("STEPS")
-        .map(|s| s.parse().unwrap())
-        .unwrap_or(1);
+    // 40 steps, one sample each, dispatched 3 steps at a time: crosses dispatch
+    // boundaries mid-run, as long runs do.
+    let h = 2.5e-4;
     let mut c = RunConfig::default();
-    c.params.t_final = 0.00025 * steps as f64;
-    c.metrics.dt_out = 0.00025;
-    c.fixed_step.h = Some(0.00025);
-    let engine = metachron::gpu::GpuEngine::new(&ctx);
-    let (res, qv) = engine.run_with_state(&[c.clone()]).unwrap().pop().unwrap();
-    eprintln!("status {:?} steps {}", res.metrics.status, res.stats.steps);
+    c.params.t_final = 40.0 * h;
+    c.metrics.dt_out = h;
+    c.fixed_step.h = Some(h);
+    let mut engine = GpuEngine::new(&ctx);
+    engine.steps_per_dispatch = Some(3);
+    let (res, qv) = engine
+        .run_with_state(std::slice::from_ref(&c))
+        .expect("gpu run")
+        .pop()
+        .expect("one instance");
+    assert_eq!(res.stats.steps, 40);
     let robot = Robot::new(&c.params);
     let (mut q, mut v) = robot.initial_state();
-    let k = KickConstants::new(&robot, 0.00025, 0.0);
-    for _ in 0..steps {
+    let k = KickConstants::new(&robot, h, 0.0);
+    for _ in 0..40 {
         dkd::step(&robot, &k, &mut q, &mut v);
     }
     let nq = q.len();
     for i in 0..nq {
-        let (a, b) = (qv[i], q[i]);
-        if (a - b).abs() > 1e-12 * (1.0 + b.abs()) {
-            eprintln!("q[{i}] gpu {a} cpu {b}");
+        assert!(
+            close(qv[i], q[i], 1e-12),
+            "q[{i}]: gpu {} cpu {}",
+            qv[i],
+            q[i]
+        );
+        assert!(
+            close(qv[nq + i], v[i], 1e-9),
+            "v[{i}]: gpu {} cpu {}",
+            qv[nq + i],
+            v[i]
+        );
+    }
+}
+
+/// A mixed batch (several shapes, every parameter different) gives each instance what
+/// it gets alone, bit for bit; a deliberately unstable instance is flagged and leaves
+/// its neighbours untouched.
+#[test]
+fn gpu_batch_instances_are_independent_and_a_diverging_one_is_isolated() {
+    let Some(ctx) = common::gpu::gpu_context("gpu_batch_instances_are_independent") else {
+        return;
+    };
+    let mut cfgs: Vec<RunConfig> = short(0.3).into_iter().map(|(_, c)| c).collect();
+    let mut varied = cfgs[0].clone();
+    varied.params.apply_override("omega=0.8").unwrap();
+    varied.params.apply_override("zeta=3").unwrap();
+    cfgs.push(varied);
+    // A step far beyond the explicit bending limit: this instance must blow up.
+    let mut bad = cfgs[0].clone();
+    bad.fixed_step.h = Some(5e-3);
+    cfgs.insert(1, bad);
+    let engine = GpuEngine::new(&ctx);
+    let batch = engine.run(&cfgs).expect("gpu batch");
+    for (i, (cfg, got)) in cfgs.iter().zip(&batch).enumerate() {
+        if i == 1 {
+            assert!(
+                !got.metrics.status.is_ok(),
+                "the unstable instance was not flagged"
+            );
+            assert!(got.metrics.status.time() <= 0.3);
+            continue;
         }
-        let (a, b) = (qv[nq + i], v[i]);
-        if (a - b).abs() > 1e-9 * (1.0 + b.abs()) {
-            eprintln!("v[{i}] gpu {a} cpu {b}");
+        assert!(
+            got.metrics.status.is_ok(),
+            "instance {i}: {:?}",
+            got.metrics.status
+        );
+        let alone = engine
+            .run(std::slice::from_ref(cfg))
+            .expect("alone")
+            .remove(0);
+        for (x, y) in got.metrics.scalars().iter().zip(&alone.metrics.scalars()) {
+            assert_eq!(x.to_bits(), y.to_bits(), "instance {i}: {x} vs {y} alone");
         }
     }
 }
 
+/// The f32 path (for adapters without SHADER_F64) on the paper's robot over 1 s:
+/// measured against the f64 CPU twin and printed; asserted only to the accuracy the
+/// docs state for it (phase metrics to 1e-2, displacement and work to 5 %).
 #[test]
-fn debug_series() {
-    use metachron::integrate::dkd::{self, KickConstants};
-    use metachron::model::Robot;
-    let Some(ctx) = common::gpu::gpu_context("debug") else {
+fn f32_path_accuracy() {
+    if common::gpu::gpu_context("f32_path_accuracy").is_none() {
         return;
-    };
-    let engine = metachron::gpu::GpuEngine::new(&ctx);
-    let mut cfgs = Vec::new();
-    let lo: usize = std::env::var("LO").map(|s| s.parse().unwrap()).unwrap_or(1);
-    for steps in lo..=12 {
-        let mut c = RunConfig::default();
-        let per: usize = std::env::var("PER")
-            .map(|s| s.parse().unwrap())
-            .unwrap_or(1);
-        c.params.t_final = 0.00025 * (steps * per) as f64;
-        c.metrics.dt_out = 0.00025 * per as f64;
-        c.fixed_step.h = Some(0.00025);
-        cfgs.push(c);
     }
-    let out = engine.run_with_state(&cfgs).unwrap();
-    let robot = Robot::new(&cfgs[0].params);
-    let (mut q, mut v) = robot.initial_state();
-    let k = KickConstants::new(&robot, 0.00025, 0.0);
-    let per: usize = std::env::var("PER")
-        .map(|s| s.parse().unwrap())
-        .unwrap_or(1);
-    for _ in per..lo * per {
-        dkd::step(&robot, &k, &mut q, &mut v);
-    }
-    for (s, (r, qv)) in out.iter().enumerate() {
-        for _ in 0..per {
-            dkd::step(&robot, &k, &mut q, &mut v);
-        }
-        let nq = q.len();
-        eprintln!("{} gpu {:.12e} cpu {:.12e} steps {} v1 {:.6e} {:.6e} body {:.6e} {:.6e} vb {:.6e} {:.6e}", s + lo, qv[1], q[1], r.stats.steps, qv[nq + 1], v[1], qv[nq - 3], q[nq - 3], qv[2 * nq - 3], v[nq - 3]);
-    }
+    let ctx = GpuContext::new(&GpuOptions {
+        precision: PrecisionChoice::F32,
+        ..GpuOptions::from_env().unwrap()
+    })
+    .expect("f32 context");
+    let mut c = RunConfig::default();
+    c.params.t_final = 1.0;
+    let g = GpuEngine::new(&ctx)
+        .run(std::slice::from_ref(&c))
+        .expect("f32 run")
+        .remove(0);
+    let r = run_point(&c, Backend::Cpu, false, |_| {}).expect("cpu");
+    eprintln!("f32 gpu: {:?}\nf64 cpu: {:?}", g.metrics, r.metrics);
+    let (gm, rm) = (&g.metrics, &r.metrics);
+    assert_eq!(gm.status, rm.status);
+    assert!((gm.mean_lag - rm.mean_lag).abs() < 1e-2);
+    assert!((gm.lag_order - rm.lag_order).abs() < 1e-2);
+    assert!((gm.displacement - rm.displacement).abs() < 0.05 * rm.displacement.abs());
+    assert!((gm.work - rm.work).abs() < 0.05 * rm.work.abs());
 }

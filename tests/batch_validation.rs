@@ -1,0 +1,52 @@
+//! The batch engines against the stiff reference on eight diverse points: the CPU
+//! batch (DKD-dc, f64) always, the GPU engine where an adapter exists (lavapipe in CI).
+//! The reference runs once and judges both.
+
+mod common;
+
+use common::validation::{disagreements, validation_points};
+use metachron::batch::run_batch;
+use metachron::gpu::run_gpu_batch;
+use metachron::simulate::{Backend, RunConfig};
+
+#[test]
+fn batch_engines_match_the_reference_on_eight_diverse_points() {
+    let points = validation_points();
+    let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
+    let reference = run_batch(&cfgs, Backend::Reference);
+    let cpu = run_batch(&cfgs, Backend::Cpu);
+    let ctx = common::gpu::gpu_context("batch_engines_match_the_reference (gpu part)");
+    let gpu = ctx.as_ref().map(|ctx| run_gpu_batch(ctx, &cfgs));
+    let mut failures = Vec::new();
+    for (k, ((name, _), r)) in points.iter().zip(&reference).enumerate() {
+        let r = r.as_ref().expect("reference ran");
+        assert!(
+            r.metrics.status.is_ok(),
+            "{name}: reference {:?}",
+            r.metrics.status
+        );
+        let mut engines = vec![("cpu", cpu[k].as_ref().expect("cpu ran"))];
+        if let Some(g) = &gpu {
+            engines.push(("gpu", g[k].as_ref().expect("gpu ran")));
+        }
+        for (engine, f) in engines {
+            eprintln!(
+                "{engine} {name:>14}: disp {:.6} vs {:.6}, lag {:.6} vs {:.6}, work {:.4} vs {:.4}, inext {:.2e} vs {:.2e}",
+                f.metrics.displacement,
+                r.metrics.displacement,
+                f.metrics.mean_lag,
+                r.metrics.mean_lag,
+                f.metrics.work,
+                r.metrics.work,
+                f.metrics.max_inextensibility,
+                r.metrics.max_inextensibility
+            );
+            failures.extend(disagreements(
+                &format!("{engine} {name}"),
+                &f.metrics,
+                &r.metrics,
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
