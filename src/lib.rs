@@ -21,3 +21,4 @@ pub mod reference;
 pub mod sample;
 pub mod simulate;
 pub mod gpu;
+pub mod sweep;

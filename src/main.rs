@@ -21,12 +21,15 @@ struct Cli {
 enum Command {
     /// Simulate one parameter point (the paper's robot by default) and report its metrics.
     Simulate(cli::simulate::SimulateArgs),
+    /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
+    Devices,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
+        Command::Devices => cli::gpu::devices(),
     };
     match result {
         Ok(code) => code,

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use metachron::batch::run_batch;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::{parquet, plots};
@@ -55,6 +56,8 @@ pub struct SimulateArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    gpu: super::gpu::GpuArgs,
 }
 
 /// The checked plan of a `simulate` call.
@@ -94,6 +97,14 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
         cfg.metrics.window_start = a.window_start;
     }
     cfg.validate()?;
+    if a.backend == Backend::Gpu {
+        anyhow::ensure!(
+            a.out.is_none() && a.snapshots.is_none(),
+            "--out and --snapshots need the time series, which the gpu backend does not keep \
+             (it accumulates the metrics on the device); use --backend cpu for them"
+        );
+        a.gpu.apply()?;
+    }
     let t_final = cfg.params.t_final;
     let snapshot_times = if a.snapshot_times.is_empty() {
         (0..=5).map(|k| t_final * k as f64 / 5.0).collect()
@@ -122,7 +133,8 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
     let cfg = &plan.cfg;
     vec![
         ("metachron.version".into(), metachron::VERSION.into()),
-        ("metachron.backend".into(), plan.backend.label().into()),
+        ("metachron.backend".into(), result.backend.label().into()),
+        ("metachron.adapter".into(), adapter_label(result)),
         (
             "metachron.solver".into(),
             toml::to_string(&cfg.solver).unwrap_or_default(),
@@ -157,14 +169,22 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     );
     let keep = plan.out.is_some() || plan.snapshots.is_some();
     let mut shown = 0u64;
-    let result = run_point(cfg, plan.backend, keep, |t| {
-        let pos = (t * 100.0) as u64;
-        if pos > shown {
-            shown = pos;
-            bar.set_position(pos);
-            bar.set_message(format!("{t:.2}"));
-        }
-    })?;
+    let result = if plan.backend == Backend::Gpu {
+        // The device reports no progress; a batch of one (CPU fallback without adapter).
+        bar.set_message("(on the device)");
+        run_batch(std::slice::from_ref(cfg), Backend::Gpu)
+            .pop()
+            .context("no result")??
+    } else {
+        run_point(cfg, plan.backend, keep, |t| {
+            let pos = (t * 100.0) as u64;
+            if pos > shown {
+                shown = pos;
+                bar.set_position(pos);
+                bar.set_message(format!("{t:.2}"));
+            }
+        })?
+    };
     bar.finish_and_clear();
 
     print_summary(&plan, &result);
@@ -175,7 +195,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         println!("time series  -> {}", path.display());
     }
     if let Some(path) = &plan.metrics {
-        let batch = parquet::metrics_batch(&cfg.params, &result.metrics, plan.backend.label())?;
+        let batch = parquet::metrics_batch(&cfg.params, &result.metrics, result.backend.label())?;
         parquet::write_atomic(path, &batch, &meta)?;
         println!("metrics      -> {}", path.display());
     }
@@ -200,14 +220,26 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     })
 }
 
+/// "adapter name, f64" for GPU results, empty otherwise.
+fn adapter_label(r: &PointResult) -> String {
+    match (r.backend, metachron::gpu::shared_context()) {
+        (Backend::Gpu, Ok(ctx)) => format!("{}, {}", ctx.adapter.name, ctx.precision.label()),
+        _ => String::new(),
+    }
+}
+
 fn print_summary(plan: &Plan, r: &PointResult) {
     let m: &Metrics = &r.metrics;
     let s = &r.stats;
     let deg = |x: f64| x.to_degrees();
     println!(
-        "metachron {} | backend {} | N = {}, n = {}, t_f = {} s",
+        "metachron {} | backend {}{} | N = {}, n = {}, t_f = {} s",
         metachron::VERSION,
-        plan.backend.label(),
+        r.backend.label(),
+        match r.backend {
+            Backend::Gpu => format!(" ({})", adapter_label(r)),
+            _ => String::new(),
+        },
         plan.cfg.params.n_legs,
         plan.cfg.params.n_nodes,
         plan.cfg.params.t_final

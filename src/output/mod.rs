@@ -1,4 +1,6 @@
-//! Outputs: Parquet tables and PNG pictures.
+//! Outputs: Parquet tables, sweep datasets, PNG pictures and maps.
 
+pub mod dataset;
+pub mod map;
 pub mod parquet;
 pub mod plots;

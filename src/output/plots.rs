@@ -13,7 +13,7 @@ use crate::sample::Sample;
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
 /// Register the bundled font once (plotters draws text through ab_glyph).
-fn ensure_font() {
+pub(crate) fn ensure_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);

@@ -1,0 +1,67 @@
+//! GPU options shared by the commands that can run on the device, and
+//! `metachron devices`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use metachron::gpu::{self, GpuOptions, PrecisionChoice};
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct GpuArgs {
+    /// GPU adapter to use: a case-insensitive part of its name as `metachron devices`
+    /// lists it (default: a discrete GPU first, a software adapter last).
+    #[arg(long, value_name = "NAME")]
+    pub adapter: Option<String>,
+    /// Floating-point precision of the GPU kernel: f64 needs SHADER_F64 (NVIDIA Vulkan,
+    /// lavapipe); auto picks f64 where available, else f32.
+    #[arg(long, value_enum, default_value_t = PrecisionChoice::Auto)]
+    pub gpu_precision: PrecisionChoice,
+}
+
+impl GpuArgs {
+    /// Make these the process's GPU options (before any GPU use). Environment variables
+    /// METACHRON_ADAPTER / METACHRON_GPU_PRECISION fill what the flags leave open.
+    pub fn apply(&self) -> Result<()> {
+        let env = GpuOptions::from_env().map_err(anyhow::Error::msg)?;
+        let opts = GpuOptions {
+            adapter: self.adapter.clone().or(env.adapter),
+            precision: if self.gpu_precision == PrecisionChoice::Auto {
+                env.precision
+            } else {
+                self.gpu_precision
+            },
+        };
+        gpu::configure(opts);
+        Ok(())
+    }
+}
+
+/// `metachron devices`: every adapter wgpu sees, with what metachron needs of it.
+pub fn devices() -> Result<ExitCode> {
+    let adapters = gpu::list_adapters();
+    if adapters.is_empty() {
+        println!("no GPU adapter found (Vulkan). Without one, --backend gpu falls back to the CPU batch.");
+        println!(
+            "For a software adapter: apt-get install -y mesa-vulkan-drivers libvulkan1 (lavapipe)."
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, a) in adapters.iter().enumerate() {
+        println!("[{i}] {}", a.name);
+        println!(
+            "    backend {} | type {} | driver {}",
+            a.backend, a.device_type, a.driver
+        );
+        println!(
+            "    SHADER_F64 {} | max storage binding {} MiB | max buffer {} MiB | max workgroups/dim {} | storage buffers/stage {}",
+            if a.shader_f64 { "yes" } else { "no (f32 kernel)" },
+            a.max_storage_buffer_binding_size >> 20,
+            a.max_buffer_size >> 20,
+            a.max_compute_workgroups_per_dimension,
+            a.max_storage_buffers_per_shader_stage
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

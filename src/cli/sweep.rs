@@ -1,0 +1,204 @@
+//! `metachron sweep`: plan a sweep file, run it in chunks, write a Parquet dataset.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use metachron::integrate::dkd::top_bending_frequency;
+use metachron::model::Robot;
+use metachron::simulate::Backend;
+use metachron::sweep::run::{self, RunOptions};
+use metachron::sweep::{Plan, PlannedPoint, Shard, SweepSpec};
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    /// Sweep file (TOML: [base] parameters plus [[axes]]; see sweeps/README.md).
+    file: PathBuf,
+    /// Output directory: a hive-style Parquet dataset (DIR/shard=K/part-*.parquet).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Integration backend.
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    backend: Backend,
+    /// Points per chunk (one run_batch call and one part file each).
+    /// Default: 32 per CPU thread on cpu, the thread count on reference.
+    #[arg(long, value_name = "B")]
+    batch: Option<usize>,
+    /// Skip points already written in DIR (after an interruption).
+    #[arg(long)]
+    resume: bool,
+    /// Run shard K of N (K = 0..N-1, points with id % N == K). Default: from
+    /// SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT when set, else the whole sweep.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// Afterwards re-run K random points of this shard on the reference solver and
+    /// write the agreement to DIR/validation-shard<K>.csv.
+    #[arg(long, value_name = "K")]
+    validate: Option<usize>,
+    /// Print the plan (points, chunks, estimated time) and run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Rough single-thread cost of a point in seconds (for --dry-run): the cpu backend
+/// runs the paper's robot (9 legs x 5 nodes, h = 2.38e-4 s) at ~30 robot-s per
+/// wall-s per thread; cost scales with steps and with legs x nodes. The reference is
+/// ~60x slower per robot-second.
+fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
+    let params = &p.cfg.params;
+    let robot = Robot::new(params);
+    let h_max = p.cfg.fixed_step.h.unwrap_or_else(|| {
+        (p.cfg.fixed_step.safety * 2.0 / top_bending_frequency(&robot)).min(p.cfg.fixed_step.max_step)
+    });
+    let steps = params.t_final / h_max.max(1e-9);
+    let size = (params.n_legs * params.n_nodes) as f64 / 45.0;
+    let per_step = 2.38e-4 / 30.0;
+    let cpu = steps * size * per_step;
+    if backend == Backend::Reference {
+        cpu * 60.0
+    } else {
+        cpu
+    }
+}
+
+fn human(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
+}
+
+pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    let spec = SweepSpec::from_file(&a.file)?;
+    let plan = Plan::new(&spec)?;
+    let shard = match &a.shard {
+        Some(s) => Shard::parse(s)?,
+        None => Shard::from_slurm(|k| std::env::var(k).ok())?.unwrap_or_default(),
+    };
+    let batch = match a.batch {
+        Some(0) => bail!("--batch 0: allowed is an integer >= 1"),
+        Some(b) => b,
+        None => run::default_batch(a.backend),
+    };
+    let out = match (&a.out, a.dry_run) {
+        (Some(o), _) => o.clone(),
+        (None, true) => PathBuf::from("(no --out)"),
+        (None, false) => bail!("--out DIR is required (the dataset's directory)"),
+    };
+    let opts = RunOptions {
+        out: out.clone(),
+        backend: a.backend,
+        batch,
+        resume: a.resume || (a.dry_run && a.out.is_some()),
+        shard,
+        stop_after_chunks: None,
+    };
+    let work = run::work(&spec, &plan, &opts)?;
+    let chunks = work.pending.len().div_ceil(batch);
+    let threads = rayon::current_num_threads().max(1);
+
+    println!(
+        "sweep `{}` ({}): {} axes, {} combinations x {} repeats = {} points",
+        spec.name,
+        a.file.display(),
+        spec.axes.len(),
+        spec.combinations(),
+        spec.repeats,
+        spec.point_count()
+    );
+    for ax in &spec.axes {
+        let vals: Vec<String> = ax.values.iter().take(6).map(|v| v.to_string()).collect();
+        println!(
+            "  {:<12} {:<9} {:>5} values: {}{}",
+            ax.param,
+            ax.kind.key(),
+            ax.values.len(),
+            vals.join(", "),
+            if ax.values.len() > 6 { ", ..." } else { "" }
+        );
+    }
+    println!(
+        "shard {shard}: {} points, {} already written, {} to run in {chunks} chunks of <= {batch} on {} ({})",
+        work.shard_points,
+        work.already_done,
+        work.pending.len(),
+        a.backend.label(),
+        metachron::output::dataset::adapter_label(a.backend),
+    );
+    if a.dry_run {
+        let cost: f64 = work.pending.iter().map(|p| estimated_cost(p, a.backend)).sum();
+        let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
+        println!(
+            "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
+            human(cost / threads as f64),
+            if a.backend == Backend::Cpu || a.backend == Backend::Reference {
+                ""
+            } else {
+                " (estimate for the cpu backend)"
+            }
+        );
+        if let Some(k) = a.validate {
+            let ref_cost: f64 = work
+                .pending
+                .iter()
+                .take(k)
+                .map(|p| estimated_cost(p, Backend::Reference))
+                .sum();
+            println!("--validate {k}: ~{} more on the reference", human(ref_cost / threads as f64));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(work.pending.len() as u64)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points | {per_sec} | eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar.tick();
+    let summary = run::run(&spec, &work.pending, &opts, |done| bar.set_position(done as u64))
+        .with_context(|| format!("sweep {} -> {}", a.file.display(), out.display()))?;
+    bar.finish_and_clear();
+    let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
+    println!(
+        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged or failed)",
+        summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
+    );
+    println!("dataset -> {} (read with DuckDB: SELECT * FROM '{}/**/*.parquet')", out.display(), out.display());
+
+    if let Some(k) = a.validate {
+        if a.backend == Backend::Reference {
+            println!("--validate: the sweep ran on the reference already; nothing to compare");
+        } else if k > 0 {
+            println!("validating {k} points on the reference solver ...");
+            let v = run::validate(&spec, &plan, &opts, k)?;
+            println!(
+                "validation: class agrees on {}/{} points; max |diff|: {} -> {}",
+                v.class_agree,
+                v.points,
+                v.max_abs_diff
+                    .iter()
+                    .filter(|(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"].contains(&m.as_str()))
+                    .map(|(m, d)| format!("{m} {d:.2e}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                v.path.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

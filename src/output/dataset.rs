@@ -1,0 +1,331 @@
+//! Sweep datasets: one Parquet part file per chunk, in a hive-style directory
+//! `DIR/shard=K/part-<first point id>.parquet`, readable as one table by DuckDB
+//! (`SELECT … FROM 'DIR/**/*.parquet'`) and polars (`scan_parquet`).
+//!
+//! Rows: `point_id`, `combo`, `repeat`, every parameter as its own typed column, every
+//! metric, `status`, `class`, `backend`, `scheme`, `step`, `error`. Each part is written
+//! to a hidden temporary name and renamed when complete ([`parquet::write_atomic`]),
+//! so a killed sweep leaves only whole part files (and at most a hidden temporary,
+//! removed on `--resume`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{
+    Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::DataType;
+
+use crate::error::{OutputError, SolverError};
+use crate::metrics::{Metrics, MetricsAccumulator};
+use crate::output::parquet::{self, field, TableBuilder};
+use crate::sample::Status;
+use crate::simulate::{Backend, PointResult};
+use crate::sweep::{PlannedPoint, Shard, SweepSpec};
+
+/// File-metadata keys written into every part file.
+pub const META_SWEEP: &str = "metachron.sweep";
+pub const META_SWEEP_HASH: &str = "metachron.sweep_hash";
+
+/// Path of the part file that starts at `first_point_id` in `shard`.
+pub fn part_path(dir: &Path, shard: Shard, first_point_id: u64) -> PathBuf {
+    dir.join(format!("shard={}", shard.index))
+        .join(format!("part-{first_point_id:09}.parquet"))
+}
+
+/// Fingerprint of a sweep file's text (resume refuses a directory of another sweep).
+pub fn sweep_hash(spec: &SweepSpec) -> String {
+    format!("{:016x}", crate::sweep::rng::fnv1a(spec.text.as_bytes()))
+}
+
+/// Scheme label of a backend: the fixed-step scheme or the reference method.
+pub fn scheme_label(spec: &SweepSpec, backend: Backend) -> String {
+    if backend == Backend::Reference {
+        toml::Value::try_from(spec.config.solver.method)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "reference".into())
+    } else {
+        "dkd-dc".into()
+    }
+}
+
+/// What ran the points: the backend and its adapter.
+pub fn adapter_label(backend: Backend) -> String {
+    if backend == Backend::Cpu || backend == Backend::Reference {
+        format!("cpu: rayon, {} threads", rayon::current_num_threads())
+    } else {
+        backend.label().to_string()
+    }
+}
+
+/// File metadata of a part: the sweep file, version, backend, adapter, scheme, step
+/// settings and classification thresholds.
+pub fn part_metadata(
+    spec: &SweepSpec,
+    backend: Backend,
+    shard: Shard,
+    chunk_wall_seconds: f64,
+) -> Vec<(String, String)> {
+    let cfg = &spec.config;
+    vec![
+        ("metachron.version".into(), crate::VERSION.into()),
+        (META_SWEEP.into(), spec.text.clone()),
+        ("metachron.sweep_file".into(), spec.file.clone()),
+        ("metachron.sweep_name".into(), spec.name.clone()),
+        (META_SWEEP_HASH.into(), sweep_hash(spec)),
+        ("metachron.points".into(), spec.point_count().to_string()),
+        ("metachron.shard".into(), shard.to_string()),
+        ("metachron.backend".into(), backend.label().into()),
+        ("metachron.adapter".into(), adapter_label(backend)),
+        ("metachron.scheme".into(), scheme_label(spec, backend)),
+        ("metachron.fixed_step".into(), ser(&cfg.fixed_step)),
+        ("metachron.solver".into(), ser(&cfg.solver)),
+        ("metachron.metrics_settings".into(), ser(&cfg.metrics)),
+        ("metachron.thresholds".into(), ser(&cfg.metrics.thresholds)),
+        (
+            "metachron.chunk_wall_seconds".into(),
+            format!("{chunk_wall_seconds:.3}"),
+        ),
+    ]
+}
+
+fn ser<T: serde::Serialize>(v: &T) -> String {
+    toml::to_string(v).unwrap_or_default()
+}
+
+/// Metrics of a point whose solver returned an error: NaN metrics, status `solver_failed`.
+fn failed_metrics(p: &PlannedPoint) -> Metrics {
+    MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics).finish(Status::SolverFailed {
+        time: f64::NAN,
+    })
+}
+
+/// The rows of one chunk.
+pub fn chunk_batch(
+    points: &[&PlannedPoint],
+    results: &[Result<PointResult, SolverError>],
+    backend: Backend,
+    scheme: &str,
+) -> Result<RecordBatch, OutputError> {
+    let mut t = TableBuilder::default();
+    t.push(
+        field("point_id", DataType::UInt64, "1"),
+        Arc::new(UInt64Array::from(
+            points.iter().map(|p| p.point_id).collect::<Vec<_>>(),
+        )),
+    );
+    t.push(
+        field("combo", DataType::UInt64, "1"),
+        Arc::new(UInt64Array::from(
+            points.iter().map(|p| p.combo).collect::<Vec<_>>(),
+        )),
+    );
+    t.u32("repeat", "1", points.iter().map(|p| p.repeat).collect());
+    let params: Vec<&crate::Params> = points.iter().map(|p| &p.cfg.params).collect();
+    parquet::push_param_columns(&mut t, &params);
+    let failed: Vec<Metrics> = points.iter().map(|p| failed_metrics(p)).collect();
+    let metrics: Vec<&Metrics> = results
+        .iter()
+        .zip(&failed)
+        .map(|(r, f)| r.as_ref().map(|r| &r.metrics).unwrap_or(f))
+        .collect();
+    parquet::push_metric_columns(&mut t, &metrics);
+    t.string("backend", vec![backend.label().to_string(); points.len()]);
+    t.string("scheme", vec![scheme.to_string(); points.len()]);
+    t.f64(
+        "step",
+        "s",
+        results
+            .iter()
+            .map(|r| match r {
+                Ok(r) if r.stats.fixed_step > 0.0 => r.stats.fixed_step,
+                _ => f64::NAN,
+            })
+            .collect(),
+    );
+    t.string(
+        "error",
+        results
+            .iter()
+            .map(|r| r.as_ref().err().map(|e| e.to_string()).unwrap_or_default())
+            .collect(),
+    );
+    t.finish()
+}
+
+/// Every visible `*.parquet` file under `dir` (recursively), sorted.
+pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
+    let mut out = Vec::new();
+    if dir.is_dir() {
+        walk(dir, &mut |p| {
+            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            if !name.starts_with('.') && name.ends_with(".parquet") {
+                out.push(p.to_path_buf());
+            }
+        })?;
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), OutputError> {
+    let io = |source| OutputError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.is_dir() {
+            walk(&path, f)?;
+        } else {
+            f(&path);
+        }
+    }
+    Ok(())
+}
+
+/// Remove temporaries left by a killed writer (hidden `.part-*.tmp-*` files).
+pub fn remove_stale_temporaries(dir: &Path) -> Result<usize, OutputError> {
+    let mut stale = Vec::new();
+    if dir.is_dir() {
+        walk(dir, &mut |p| {
+            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            if name.starts_with(".part-") && name.contains(".parquet.tmp-") {
+                stale.push(p.to_path_buf());
+            }
+        })?;
+    }
+    for p in &stale {
+        std::fs::remove_file(p).map_err(|source| OutputError::Io {
+            path: p.display().to_string(),
+            source,
+        })?;
+    }
+    Ok(stale.len())
+}
+
+/// A column read back from a dataset: numbers (any numeric type) or text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    Num(Vec<f64>),
+    Text(Vec<String>),
+}
+
+impl Column {
+    pub fn len(&self) -> usize {
+        match self {
+            Column::Num(v) => v.len(),
+            Column::Text(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The scalar columns of a whole dataset (list columns are skipped), with the file
+/// metadata of its first part.
+#[derive(Debug, Default)]
+pub struct Dataset {
+    pub columns: Vec<(String, Column)>,
+    pub metadata: HashMap<String, String>,
+    pub files: usize,
+}
+
+impl Dataset {
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+
+    pub fn rows(&self) -> usize {
+        self.columns.first().map(|(_, c)| c.len()).unwrap_or(0)
+    }
+
+    /// The `point_id` column as integers.
+    pub fn point_ids(&self) -> Vec<u64> {
+        match self.column("point_id") {
+            Some(Column::Num(v)) => v.iter().map(|&x| x as u64).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn column_of(a: &dyn Array) -> Option<Column> {
+    let any = a.as_any();
+    if let Some(x) = any.downcast_ref::<Float64Array>() {
+        return Some(Column::Num(
+            (0..x.len())
+                .map(|i| if x.is_null(i) { f64::NAN } else { x.value(i) })
+                .collect(),
+        ));
+    }
+    if let Some(x) = any.downcast_ref::<UInt32Array>() {
+        return Some(Column::Num(x.values().iter().map(|&v| v as f64).collect()));
+    }
+    if let Some(x) = any.downcast_ref::<UInt64Array>() {
+        return Some(Column::Num(x.values().iter().map(|&v| v as f64).collect()));
+    }
+    if let Some(x) = any.downcast_ref::<StringArray>() {
+        return Some(Column::Text(
+            (0..x.len()).map(|i| x.value(i).to_string()).collect(),
+        ));
+    }
+    None
+}
+
+/// Read every part file under `dir` into one table of scalar columns.
+pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
+    let mut ds = Dataset::default();
+    for path in part_files(dir)? {
+        let (batches, meta) = parquet::read_parquet(&path)?;
+        if ds.files == 0 {
+            ds.metadata = meta;
+        }
+        ds.files += 1;
+        for b in batches {
+            let schema = b.schema();
+            for (f, a) in schema.fields().iter().zip(b.columns()) {
+                let Some(col) = column_of(a.as_ref()) else {
+                    continue;
+                };
+                match ds.columns.iter_mut().find(|(n, _)| n == f.name()) {
+                    None => ds.columns.push((f.name().clone(), col)),
+                    Some((_, existing)) => match (existing, col) {
+                        (Column::Num(e), Column::Num(c)) => e.extend(c),
+                        (Column::Text(e), Column::Text(c)) => e.extend(c),
+                        _ => {
+                            return Err(OutputError::Plot {
+                                path: path.display().to_string(),
+                                message: format!("column `{}` changes type between parts", f.name()),
+                            })
+                        }
+                    },
+                }
+            }
+        }
+    }
+    Ok(ds)
+}
+
+/// Point ids already written under `dir`, and the sweep hashes their files carry.
+pub fn written_points(dir: &Path) -> Result<(HashSet<u64>, HashSet<String>), OutputError> {
+    let mut ids = HashSet::new();
+    let mut hashes = HashSet::new();
+    for path in part_files(dir)? {
+        let (batches, meta) = parquet::read_parquet(&path)?;
+        if let Some(h) = meta.get(META_SWEEP_HASH) {
+            hashes.insert(h.clone());
+        }
+        for b in batches {
+            if let Some(a) = b.column_by_name("point_id") {
+                if let Some(x) = a.as_any().downcast_ref::<UInt64Array>() {
+                    ids.extend(x.values().iter().copied());
+                }
+            }
+        }
+    }
+    Ok((ids, hashes))
+}

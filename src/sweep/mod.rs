@@ -1,0 +1,46 @@
+//! Sweeps: a sweep file (a base parameter set plus axes) becomes a plan of points
+//! with stable ids, run in chunks whose results are written as the part files of one
+//! Parquet dataset ([`crate::output::dataset`]).
+
+pub mod plan;
+pub mod rng;
+pub mod run;
+pub mod spec;
+
+pub use plan::{Plan, PlannedPoint, Shard};
+pub use spec::{Axis, AxisKind, SweepSpec};
+
+use crate::error::OutputError;
+use crate::simulate::ConfigError;
+
+/// A sweep file, plan or run that cannot be used. Messages name the file and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("{file}: {message}")]
+    Toml { file: String, message: String },
+    #[error("{file}: `{key}`: {message}")]
+    Key {
+        file: String,
+        key: String,
+        message: String,
+    },
+    #[error("{file}: {context}: {source}")]
+    Config {
+        file: String,
+        context: String,
+        #[source]
+        source: ConfigError,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Shard(String),
+    #[error("{0}")]
+    Dataset(String),
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}

@@ -1,0 +1,258 @@
+//! Running a planned sweep in chunks: each chunk is one `run_batch` call and one part
+//! file, so an interrupted sweep loses at most the chunk in flight.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::batch::run_batch;
+use crate::metrics::METRIC_COLUMNS;
+use crate::output::dataset::{self, Column};
+use crate::output::parquet::write_atomic;
+use crate::simulate::{Backend, RunConfig};
+use crate::sweep::rng::SplitMix64;
+use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
+
+/// How to run a sweep.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub out: PathBuf,
+    pub backend: Backend,
+    /// Points per chunk (= per part file and per `run_batch` call).
+    pub batch: usize,
+    pub resume: bool,
+    pub shard: Shard,
+    /// Stop after this many chunks (tests of interruption); `None` runs to the end.
+    pub stop_after_chunks: Option<usize>,
+}
+
+/// A sweep's work: this shard's points, and which of them are still to run.
+pub struct Work<'a> {
+    pub shard_points: usize,
+    pub already_done: usize,
+    pub pending: Vec<&'a PlannedPoint>,
+}
+
+/// Default chunk size: a few seconds of work per part file on the CPU, the thread
+/// count on the slow reference, large for accelerators.
+pub fn default_batch(backend: Backend) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    if backend == Backend::Reference {
+        threads
+    } else if backend == Backend::Cpu {
+        (32 * threads).clamp(32, 512)
+    } else {
+        4096
+    }
+}
+
+/// Decide what to run: this shard's points minus those already written (with
+/// `--resume`). Without `--resume` an existing dataset in `out` is an error; with it,
+/// a dataset of another sweep file is an error and stale temporaries are removed.
+pub fn work<'a>(
+    spec: &SweepSpec,
+    plan: &'a Plan,
+    opts: &RunOptions,
+) -> Result<Work<'a>, SweepError> {
+    let mine = plan.shard(opts.shard);
+    let existing = dataset::part_files(&opts.out)?;
+    let mut done = HashSet::new();
+    if !existing.is_empty() {
+        if !opts.resume {
+            return Err(SweepError::Dataset(format!(
+                "{} already holds a dataset ({} part files): pass --resume to continue it, \
+                 or choose another --out",
+                opts.out.display(),
+                existing.len()
+            )));
+        }
+        let (ids, hashes) = dataset::written_points(&opts.out)?;
+        let mine_hash = dataset::sweep_hash(spec);
+        if let Some(other) = hashes.iter().find(|h| **h != mine_hash) {
+            return Err(SweepError::Dataset(format!(
+                "{} holds the results of a different sweep file (hash {other}, this file {mine_hash}): \
+                 resume it with the same file, or choose another --out",
+                opts.out.display()
+            )));
+        }
+        done = ids;
+    }
+    if opts.resume {
+        dataset::remove_stale_temporaries(&opts.out)?;
+    }
+    let shard_points = mine.len();
+    let pending: Vec<&PlannedPoint> = mine
+        .into_iter()
+        .filter(|p| !done.contains(&p.point_id))
+        .collect();
+    Ok(Work {
+        shard_points,
+        already_done: shard_points - pending.len(),
+        pending,
+    })
+}
+
+/// Outcome of [`run`].
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub points_run: usize,
+    pub chunks_written: usize,
+    pub not_ok: usize,
+    pub wall_seconds: f64,
+    /// Whether it stopped early (`stop_after_chunks`).
+    pub stopped: bool,
+}
+
+/// Run the pending points chunk by chunk, writing one part file per chunk;
+/// `on_chunk(points_done_so_far)` after each.
+pub fn run(
+    spec: &SweepSpec,
+    pending: &[&PlannedPoint],
+    opts: &RunOptions,
+    mut on_chunk: impl FnMut(usize),
+) -> Result<RunSummary, SweepError> {
+    let start = Instant::now();
+    let scheme = dataset::scheme_label(spec, opts.backend);
+    let mut s = RunSummary::default();
+    for chunk in pending.chunks(opts.batch.max(1)) {
+        if opts.stop_after_chunks.is_some_and(|k| s.chunks_written >= k) {
+            s.stopped = true;
+            break;
+        }
+        let t0 = Instant::now();
+        let cfgs: Vec<RunConfig> = chunk.iter().map(|p| p.cfg.clone()).collect();
+        let results = run_batch(&cfgs, opts.backend);
+        s.not_ok += results
+            .iter()
+            .filter(|r| !r.as_ref().is_ok_and(|r| r.metrics.status.is_ok()))
+            .count();
+        let batch = dataset::chunk_batch(chunk, &results, opts.backend, &scheme)?;
+        let meta = dataset::part_metadata(spec, opts.backend, opts.shard, t0.elapsed().as_secs_f64());
+        let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
+        write_atomic(&path, &batch, &meta)?;
+        s.points_run += chunk.len();
+        s.chunks_written += 1;
+        on_chunk(s.points_run);
+    }
+    s.wall_seconds = start.elapsed().as_secs_f64();
+    Ok(s)
+}
+
+/// Agreement of `k` re-runs on the reference solver with the sweep's rows.
+#[derive(Debug, Clone)]
+pub struct Validation {
+    pub path: PathBuf,
+    pub points: usize,
+    pub class_agree: usize,
+    /// Largest |sweep − reference| per metric (NaN pairs skipped).
+    pub max_abs_diff: Vec<(String, f64)>,
+}
+
+/// Re-run `k` randomly chosen points of this shard (seeded by the sweep's seed) on the
+/// reference solver and write the comparison to `out/validation-shard<K>.csv`.
+pub fn validate(
+    spec: &SweepSpec,
+    plan: &Plan,
+    opts: &RunOptions,
+    k: usize,
+) -> Result<Validation, SweepError> {
+    let mine = plan.shard(opts.shard);
+    let mut rng = SplitMix64::derive(spec.seed, &[0x56414c4944]); // "VALID"
+    let perm = rng.permutation(mine.len());
+    let mut chosen: Vec<&PlannedPoint> = perm.iter().take(k).map(|&i| mine[i]).collect();
+    chosen.sort_by_key(|p| p.point_id);
+    let ds = dataset::read_dataset(&opts.out)?;
+    let ids = ds.point_ids();
+    let cfgs: Vec<RunConfig> = chosen.iter().map(|p| p.cfg.clone()).collect();
+    let refs = run_batch(&cfgs, Backend::Reference);
+
+    let text = |name: &str, row: usize| match ds.column(name) {
+        Some(Column::Text(v)) => v[row].clone(),
+        _ => String::new(),
+    };
+    let num = |name: &str, row: usize| match ds.column(name) {
+        Some(Column::Num(v)) => v[row],
+        _ => f64::NAN,
+    };
+    let mut header = vec![
+        "point_id".to_string(),
+        "sweep_backend".into(),
+        "sweep_status".into(),
+        "reference_status".into(),
+        "sweep_class".into(),
+        "reference_class".into(),
+    ];
+    for (m, _) in METRIC_COLUMNS {
+        header.push(format!("{m}_sweep"));
+        header.push(format!("{m}_reference"));
+    }
+    let mut lines = vec![header.join(",")];
+    let mut max_abs = vec![0.0f64; METRIC_COLUMNS.len()];
+    let mut agree = 0;
+    for (p, r) in chosen.iter().zip(&refs) {
+        let Some(row) = ids.iter().position(|&id| id == p.point_id) else {
+            return Err(SweepError::Dataset(format!(
+                "--validate: point {} is not in {} (run the sweep to completion first)",
+                p.point_id,
+                opts.out.display()
+            )));
+        };
+        let (r_status, r_class, r_vals) = match r {
+            Ok(r) => (
+                r.metrics.status.label().to_string(),
+                r.metrics.class.label().to_string(),
+                r.metrics.scalars().to_vec(),
+            ),
+            Err(e) => (
+                format!("error: {}", e.to_string().replace(',', ";")),
+                "failed".into(),
+                vec![f64::NAN; METRIC_COLUMNS.len()],
+            ),
+        };
+        if text("class", row) == r_class {
+            agree += 1;
+        }
+        let mut line = vec![
+            p.point_id.to_string(),
+            text("backend", row),
+            text("status", row),
+            r_status,
+            text("class", row),
+            r_class,
+        ];
+        for (j, (m, _)) in METRIC_COLUMNS.iter().enumerate() {
+            let a = num(m, row);
+            let b = r_vals[j];
+            if (a - b).is_finite() {
+                max_abs[j] = max_abs[j].max((a - b).abs());
+            }
+            line.push(format!("{a}"));
+            line.push(format!("{b}"));
+        }
+        lines.push(line.join(","));
+    }
+    let path = opts
+        .out
+        .join(format!("validation-shard{}.csv", opts.shard.index));
+    write_text_atomic(&path, &(lines.join("\n") + "\n"))?;
+    Ok(Validation {
+        path,
+        points: chosen.len(),
+        class_agree: agree,
+        max_abs_diff: METRIC_COLUMNS
+            .iter()
+            .zip(max_abs)
+            .map(|((m, _), d)| (m.to_string(), d))
+            .collect(),
+    })
+}
+
+fn write_text_atomic(path: &Path, text: &str) -> Result<(), SweepError> {
+    let tmp = crate::output::parquet::temp_path(path);
+    let io = |source| SweepError::Io {
+        path: tmp.display().to_string(),
+        source,
+    };
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

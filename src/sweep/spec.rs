@@ -1,0 +1,656 @@
+//! Sweep files (TOML): a base parameter set plus axes.
+//!
+//! ```toml
+//! name = "small-coupling"
+//! seed = 1                  # random axes and random initial phases (default 0)
+//! repeats = 1               # runs per parameter combination (default 1)
+//! random_phases = false     # random initial basal angles (default: repeats > 1)
+//! combine = "product"       # or "zip": how the axes' values combine
+//! [base]                    # parameters, as in a `simulate --config` file
+//! t_final = 3.0
+//! [solver] / [metrics] / [fixed_step]   # optional, as in a config file
+//! [[axes]]
+//! param = "alpha"
+//! logspace = { start = 50.0, stop = 5000.0, num = 3 }
+//! [[axes]]
+//! param = "beta"
+//! values = [50.0, 500.0]
+//! ```
+//!
+//! Axis kinds: `values` (any parameter, masks included), `linspace`, `logspace`,
+//! `random` (uniform, or log-uniform with `log = true`) and `lhs` (Latin hypercube:
+//! one sample per stratum, strata in a seeded random order; zip several `lhs` axes
+//! to get a joint Latin hypercube design). Axes sharing a `group` name are zipped;
+//! groups combine as a product.
+
+use std::path::Path;
+
+use crate::error::ParamError;
+use crate::params::{parse_number, spec, Params, LIST_PARAMS, SCALAR_PARAMS};
+use crate::simulate::{ConfigError, RunConfig};
+use crate::sweep::rng::SplitMix64;
+use crate::sweep::SweepError;
+
+/// How an axis' values were produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisKind {
+    Values,
+    Linspace,
+    Logspace,
+    Random,
+    Lhs,
+}
+
+impl AxisKind {
+    pub fn key(&self) -> &'static str {
+        match self {
+            AxisKind::Values => "values",
+            AxisKind::Linspace => "linspace",
+            AxisKind::Logspace => "logspace",
+            AxisKind::Random => "random",
+            AxisKind::Lhs => "lhs",
+        }
+    }
+}
+
+/// One axis: a parameter and its values (as TOML values, applied like `[base]` keys).
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub param: String,
+    pub kind: AxisKind,
+    /// Whether the values are spread on a log scale (logspace, or log random/lhs).
+    pub log: bool,
+    pub group: Option<String>,
+    pub values: Vec<toml::Value>,
+}
+
+/// A parsed, checked sweep file.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    /// The file name used in messages.
+    pub file: String,
+    /// The file's text, written into every output file.
+    pub text: String,
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    pub repeats: usize,
+    pub random_phases: bool,
+    /// Parameters of `[base]` as written.
+    pub base: toml::Table,
+    /// Base configuration: `[base]` parameters and the `[solver]`, `[metrics]`,
+    /// `[fixed_step]` settings.
+    pub config: RunConfig,
+    pub axes: Vec<Axis>,
+    /// Axis indices per group: zipped within a group, product across groups
+    /// (first group outermost).
+    pub groups: Vec<Vec<usize>>,
+}
+
+/// Most points a sweep may plan.
+pub const MAX_POINTS: usize = 10_000_000;
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "seed",
+    "repeats",
+    "random_phases",
+    "combine",
+    "base",
+    "solver",
+    "metrics",
+    "fixed_step",
+    "axes",
+];
+const AXIS_KINDS: &[&str] = &["values", "linspace", "logspace", "random", "lhs"];
+
+struct Ctx<'a> {
+    file: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> SweepError {
+        SweepError::Key {
+            file: self.file.to_string(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn int(&self, key: &str, v: &toml::Value, lo: i64, hi: i64) -> Result<i64, SweepError> {
+        match v {
+            toml::Value::Integer(i) if (lo..=hi).contains(i) => Ok(*i),
+            toml::Value::Integer(i) => Err(self.err(
+                key,
+                format!("{i} is out of range: allowed is an integer in [{lo}, {hi}]"),
+            )),
+            other => Err(self.err(
+                key,
+                format!(
+                    "expected an integer in [{lo}, {hi}], got {} `{other}`",
+                    other.type_str()
+                ),
+            )),
+        }
+    }
+
+    fn string(&self, key: &str, v: &toml::Value) -> Result<String, SweepError> {
+        match v {
+            toml::Value::String(s) => Ok(s.clone()),
+            other => Err(self.err(
+                key,
+                format!("expected a string, got {} `{other}`", other.type_str()),
+            )),
+        }
+    }
+
+    fn number(&self, key: &str, v: &toml::Value) -> Result<f64, SweepError> {
+        let x = match v {
+            toml::Value::Integer(i) => *i as f64,
+            toml::Value::Float(f) => *f,
+            toml::Value::String(s) => parse_number(key, s).map_err(|e| self.err(key, e.to_string()))?,
+            other => {
+                return Err(self.err(
+                    key,
+                    format!("expected a number, got {} `{other}`", other.type_str()),
+                ))
+            }
+        };
+        if !x.is_finite() {
+            return Err(self.err(key, format!("{x} is out of range: allowed is a finite number")));
+        }
+        Ok(x)
+    }
+}
+
+impl SweepSpec {
+    /// Read and check a sweep file.
+    pub fn from_file(path: &Path) -> Result<SweepSpec, SweepError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "sweep".into());
+        Self::from_str_named(&text, &path.display().to_string(), &stem)
+    }
+
+    /// Parse a sweep from text; `file` names it in messages, `default_name` is used
+    /// when the file has no `name`.
+    pub fn from_str_named(
+        text: &str,
+        file: &str,
+        default_name: &str,
+    ) -> Result<SweepSpec, SweepError> {
+        let cx = Ctx { file };
+        let mut top: toml::Table = text.parse().map_err(|e: toml::de::Error| SweepError::Toml {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        if let Some(k) = top.keys().find(|k| !TOP_KEYS.contains(&k.as_str())) {
+            return Err(cx.err(
+                k.clone(),
+                format!("unknown key; allowed at the top level: {}", TOP_KEYS.join(", ")),
+            ));
+        }
+        let name = match top.remove("name") {
+            Some(v) => cx.string("name", &v)?,
+            None => default_name.to_string(),
+        };
+        let description = match top.remove("description") {
+            Some(v) => cx.string("description", &v)?,
+            None => String::new(),
+        };
+        let seed = match top.remove("seed") {
+            Some(v) => cx.int("seed", &v, 0, i64::MAX)? as u64,
+            None => 0,
+        };
+        let repeats = match top.remove("repeats") {
+            Some(v) => cx.int("repeats", &v, 1, 1_000_000)? as usize,
+            None => 1,
+        };
+        let random_phases = match top.remove("random_phases") {
+            Some(toml::Value::Boolean(b)) => b,
+            Some(other) => {
+                return Err(cx.err(
+                    "random_phases",
+                    format!("expected true or false, got {} `{other}`", other.type_str()),
+                ))
+            }
+            None => repeats > 1,
+        };
+        let zip_all = match top.remove("combine") {
+            Some(v) => match cx.string("combine", &v)?.as_str() {
+                "product" => false,
+                "zip" => true,
+                other => {
+                    return Err(cx.err(
+                        "combine",
+                        format!("`{other}` is not allowed: use \"product\" or \"zip\""),
+                    ))
+                }
+            },
+            None => false,
+        };
+        let base = match top.remove("base") {
+            Some(toml::Value::Table(t)) => t,
+            Some(other) => {
+                return Err(cx.err(
+                    "base",
+                    format!("expected a table [base], got {}", other.type_str()),
+                ))
+            }
+            None => toml::Table::new(),
+        };
+        for k in base.keys() {
+            if spec(k).is_none() && !LIST_PARAMS.contains(&k.as_str()) {
+                return Err(cx.err(
+                    format!("base.{k}"),
+                    format!("unknown parameter; known are {}", param_names()),
+                ));
+            }
+        }
+        // The base configuration: parameters plus settings tables, read like a config file.
+        let mut cfg_table = base.clone();
+        for k in ["solver", "metrics", "fixed_step"] {
+            if let Some(v) = top.remove(k) {
+                if !v.is_table() {
+                    return Err(cx.err(k, format!("expected a table [{k}], got {}", v.type_str())));
+                }
+                cfg_table.insert(k.to_string(), v);
+            }
+        }
+        let cfg_text = toml::to_string(&cfg_table).map_err(|e| SweepError::Toml {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        let config = RunConfig::from_toml_str(&cfg_text, file).map_err(|source| {
+            SweepError::Config {
+                file: file.to_string(),
+                context: "[base]".into(),
+                source,
+            }
+        })?;
+
+        let axes_v = match top.remove("axes") {
+            Some(toml::Value::Array(a)) => a,
+            Some(other) => {
+                return Err(cx.err(
+                    "axes",
+                    format!("expected an array of tables [[axes]], got {}", other.type_str()),
+                ))
+            }
+            None => Vec::new(),
+        };
+        let mut axes = Vec::with_capacity(axes_v.len());
+        for (i, v) in axes_v.into_iter().enumerate() {
+            axes.push(parse_axis(&cx, i, v, seed)?);
+        }
+        for (i, a) in axes.iter().enumerate() {
+            if let Some(j) = axes[..i].iter().position(|b| b.param == a.param) {
+                return Err(cx.err(
+                    format!("axes[{i}].param"),
+                    format!("`{}` is already swept by axes[{j}]", a.param),
+                ));
+            }
+        }
+
+        // Groups: zipped within, product across, in order of first appearance.
+        let mut groups: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+        for (i, a) in axes.iter().enumerate() {
+            let key = if zip_all {
+                Some(String::new())
+            } else {
+                a.group.clone()
+            };
+            match groups.iter_mut().find(|(g, _)| key.is_some() && *g == key) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((key, vec![i])),
+            }
+        }
+        for (_, members) in &groups {
+            let n0 = axes[members[0]].values.len();
+            for &m in &members[1..] {
+                if axes[m].values.len() != n0 {
+                    return Err(cx.err(
+                        format!("axes[{m}]"),
+                        format!(
+                            "zipped axes need equal lengths: `{}` has {} values, `{}` has {n0}",
+                            axes[m].param,
+                            axes[m].values.len(),
+                            axes[members[0]].param
+                        ),
+                    ));
+                }
+            }
+        }
+        let groups: Vec<Vec<usize>> = groups.into_iter().map(|(_, m)| m).collect();
+        let combos = groups
+            .iter()
+            .try_fold(1usize, |acc, g| acc.checked_mul(axes[g[0]].values.len()));
+        match combos.and_then(|c| c.checked_mul(repeats)) {
+            Some(n) if n <= MAX_POINTS => {}
+            _ => {
+                return Err(cx.err(
+                    "axes",
+                    format!("the sweep has more than {MAX_POINTS} points: split it"),
+                ))
+            }
+        }
+
+        let spec = SweepSpec {
+            file: file.to_string(),
+            text: text.to_string(),
+            name,
+            description,
+            seed,
+            repeats,
+            random_phases,
+            base,
+            config,
+            axes,
+            groups,
+        };
+        spec.check_axis_values()?;
+        Ok(spec)
+    }
+
+    /// Every axis value on its own over the base must be readable and in range
+    /// (errors name the axis and its value); whole points are checked when planned.
+    fn check_axis_values(&self) -> Result<(), SweepError> {
+        for (i, a) in self.axes.iter().enumerate() {
+            for v in &a.values {
+                let mut t = self.base.clone();
+                t.insert(a.param.clone(), v.clone());
+                let checked = Params::from_toml_table(t).and_then(|p| match p.validate() {
+                    Err(e @ ParamError::OutOfRange { .. }) | Err(e @ ParamError::NotInteger { .. })
+                        if param_of(&e) == a.param =>
+                    {
+                        Err(e)
+                    }
+                    _ => Ok(()),
+                });
+                if let Err(source) = checked {
+                    return Err(SweepError::Config {
+                        file: self.file.clone(),
+                        context: format!("axes[{i}] `{}` = {v}", a.param),
+                        source: ConfigError::Param {
+                            path: "parameters".into(),
+                            source,
+                        },
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of parameter combinations (points / repeats).
+    pub fn combinations(&self) -> usize {
+        self.groups
+            .iter()
+            .map(|g| self.axes[g[0]].values.len())
+            .product()
+    }
+
+    /// Total number of points (combinations × repeats).
+    pub fn point_count(&self) -> usize {
+        self.combinations() * self.repeats
+    }
+
+    /// The axis sweeping `param`, if any.
+    pub fn axis(&self, param: &str) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.param == param)
+    }
+}
+
+/// Round to 12 significant digits: grid values read as written (500, not 499.99999999999983).
+fn round_sig(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    format!("{x:.11e}").parse().unwrap_or(x)
+}
+
+fn param_of(e: &ParamError) -> &str {
+    match e {
+        ParamError::OutOfRange { field, .. }
+        | ParamError::NotInteger { field, .. }
+        | ParamError::WrongLength { field, .. }
+        | ParamError::BadValue { field, .. } => field,
+        ParamError::UnknownKey(k) | ParamError::BadAssignment(k) => k,
+    }
+}
+
+fn param_names() -> String {
+    SCALAR_PARAMS
+        .iter()
+        .map(|s| s.name)
+        .chain(LIST_PARAMS.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+const RANGE_KEYS: &[&str] = &["start", "stop", "num", "log"];
+
+fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, SweepError> {
+    let at = |k: &str| format!("axes[{i}].{k}");
+    let mut t = match v {
+        toml::Value::Table(t) => t,
+        other => {
+            return Err(cx.err(
+                format!("axes[{i}]"),
+                format!("expected a table, got {}", other.type_str()),
+            ))
+        }
+    };
+    let param = match t.remove("param") {
+        Some(v) => cx.string(&at("param"), &v)?,
+        None => return Err(cx.err(at("param"), "missing: every axis names its parameter")),
+    };
+    let scalar = spec(&param);
+    if scalar.is_none() && !LIST_PARAMS.contains(&param.as_str()) {
+        return Err(cx.err(
+            at("param"),
+            format!("unknown parameter `{param}`; known are {}", param_names()),
+        ));
+    }
+    let group = match t.remove("group") {
+        Some(v) => Some(cx.string(&at("group"), &v)?),
+        None => None,
+    };
+    let kinds: Vec<String> = t.keys().filter(|k| AXIS_KINDS.contains(&k.as_str())).cloned().collect();
+    if let Some(k) = t.keys().find(|k| !AXIS_KINDS.contains(&k.as_str())) {
+        return Err(cx.err(
+            at(k),
+            format!(
+                "unknown key; an axis has `param`, optional `group`, and one of {}",
+                AXIS_KINDS.join(", ")
+            ),
+        ));
+    }
+    let kind_key = match kinds.as_slice() {
+        [k] => k.clone(),
+        [] => {
+            return Err(cx.err(
+                format!("axes[{i}]"),
+                format!("axis `{param}` has no values: give one of {}", AXIS_KINDS.join(", ")),
+            ))
+        }
+        _ => {
+            return Err(cx.err(
+                format!("axes[{i}]"),
+                format!("axis `{param}` has {}: give exactly one", kinds.join(" and ")),
+            ))
+        }
+    };
+    let body = t.remove(&kind_key).expect("key listed above");
+    if kind_key == "values" {
+        let list = match body {
+            toml::Value::Array(a) => a,
+            other => {
+                return Err(cx.err(
+                    at("values"),
+                    format!("expected an array of values, got {}", other.type_str()),
+                ))
+            }
+        };
+        if list.is_empty() {
+            return Err(cx.err(at("values"), "empty axis: give at least one value"));
+        }
+        for (j, x) in list.iter().enumerate() {
+            let ok = match (scalar.is_some(), x) {
+                (true, toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_)) => true,
+                (false, toml::Value::Array(_) | toml::Value::String(_)) => true,
+                _ => false,
+            };
+            if !ok {
+                let expected = if scalar.is_some() {
+                    "a number (angles may be written \"90deg\")"
+                } else if param == "actuated" {
+                    "a mask name (\"all\", \"none\", \"first\", \"every_other\") or a list of 0/1"
+                } else {
+                    "a list of numbers, one per leg"
+                };
+                return Err(cx.err(
+                    format!("axes[{i}].values[{j}]"),
+                    format!("expected {expected}, got {} `{x}`", x.type_str()),
+                ));
+            }
+        }
+        return Ok(Axis {
+            param,
+            kind: AxisKind::Values,
+            log: false,
+            group,
+            values: list,
+        });
+    }
+    // Generated axes: only scalar parameters.
+    let Some(sp) = scalar else {
+        return Err(cx.err(
+            at(&kind_key),
+            format!("`{param}` is a per-leg list: sweep it with `values`"),
+        ));
+    };
+    let mut r = match body {
+        toml::Value::Table(r) => r,
+        other => {
+            return Err(cx.err(
+                at(&kind_key),
+                format!(
+                    "expected a table {{ start = .., stop = .., num = .. }}, got {}",
+                    other.type_str()
+                ),
+            ))
+        }
+    };
+    if let Some(k) = r.keys().find(|k| !RANGE_KEYS.contains(&k.as_str())) {
+        return Err(cx.err(
+            format!("axes[{i}].{kind_key}.{k}"),
+            "unknown key; allowed are start, stop, num (and log for random and lhs)",
+        ));
+    }
+    let key = |k: &str| format!("axes[{i}].{kind_key}.{k}");
+    let mut get = |k: &str| {
+        r.remove(k)
+            .ok_or_else(|| cx.err(key(k), format!("missing: `{kind_key}` needs start, stop and num")))
+    };
+    let start = cx.number(&key("start"), &get("start")?)?;
+    let stop = cx.number(&key("stop"), &get("stop")?)?;
+    let num_v = get("num")?;
+    let num = match num_v {
+        toml::Value::Integer(0) => return Err(cx.err(key("num"), "empty axis: num must be >= 1")),
+        _ => cx.int(&key("num"), &num_v, 1, MAX_POINTS as i64)? as usize,
+    };
+    let log_flag = match r.remove("log") {
+        None => false,
+        Some(toml::Value::Boolean(b)) if kind_key == "random" || kind_key == "lhs" => b,
+        Some(other) => {
+            return Err(cx.err(
+                key("log"),
+                format!("expected true or false (random and lhs only), got `{other}`"),
+            ))
+        }
+    };
+    let (kind, log) = match kind_key.as_str() {
+        "linspace" => (AxisKind::Linspace, false),
+        "logspace" => (AxisKind::Logspace, true),
+        "random" => (AxisKind::Random, log_flag),
+        _ => (AxisKind::Lhs, log_flag),
+    };
+    if log && (start <= 0.0 || stop <= 0.0) {
+        return Err(cx.err(
+            key(if start <= 0.0 { "start" } else { "stop" }),
+            format!(
+                "{} is out of range: a log-spaced axis needs start and stop > 0",
+                if start <= 0.0 { start } else { stop }
+            ),
+        ));
+    }
+    let is_int = matches!(sp.range, crate::params::Range::Int(..));
+    if is_int && kind != AxisKind::Linspace {
+        return Err(cx.err(
+            at(&kind_key),
+            format!("`{param}` is an integer: sweep it with `values` or `linspace`"),
+        ));
+    }
+    let lerp = |u: f64| {
+        if log {
+            start * (stop / start).powf(u)
+        } else {
+            start + (stop - start) * u
+        }
+    };
+    let mut rng = SplitMix64::derive(seed, &[i as u64 + 1]);
+    let xs: Vec<f64> = match kind {
+        AxisKind::Linspace | AxisKind::Logspace => (0..num)
+            .map(|k| {
+                if num == 1 {
+                    start
+                } else if k == num - 1 {
+                    stop
+                } else if k == 0 {
+                    start
+                } else {
+                    round_sig(lerp(k as f64 / (num - 1) as f64))
+                }
+            })
+            .collect(),
+        AxisKind::Random => (0..num).map(|_| lerp(rng.next_f64())).collect(),
+        AxisKind::Lhs => {
+            let perm = rng.permutation(num);
+            perm.iter()
+                .map(|&s| lerp((s as f64 + rng.next_f64()) / num as f64))
+                .collect()
+        }
+        AxisKind::Values => unreachable!("handled above"),
+    };
+    let values = xs
+        .into_iter()
+        .map(|x| {
+            if is_int {
+                let r = x.round();
+                if (x - r).abs() > 1e-9 {
+                    return Err(cx.err(
+                        at(&kind_key),
+                        format!("`{param}` is an integer but the axis gives {x}"),
+                    ));
+                }
+                Ok(toml::Value::Integer(r as i64))
+            } else {
+                Ok(toml::Value::Float(x))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Axis {
+        param,
+        kind,
+        log,
+        group,
+        values,
+    })
+}
