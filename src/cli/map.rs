@@ -30,7 +30,10 @@ pub struct MapArgs {
 
 pub fn run(a: MapArgs) -> Result<ExitCode> {
     if !a.dir.is_dir() {
-        bail!("{}: not a directory (give the --out DIR of a sweep)", a.dir.display());
+        bail!(
+            "{}: not a directory (give the --out DIR of a sweep)",
+            a.dir.display()
+        );
     }
     let ds = read_dataset(&a.dir)?;
     if ds.files == 0 {

@@ -54,7 +54,8 @@ fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
     let params = &p.cfg.params;
     let robot = Robot::new(params);
     let h_max = p.cfg.fixed_step.h.unwrap_or_else(|| {
-        (p.cfg.fixed_step.safety * 2.0 / top_bending_frequency(&robot)).min(p.cfg.fixed_step.max_step)
+        (p.cfg.fixed_step.safety * 2.0 / top_bending_frequency(&robot))
+            .min(p.cfg.fixed_step.max_step)
     });
     let steps = params.t_final / h_max.max(1e-9);
     let size = (params.n_legs * params.n_nodes) as f64 / 45.0;
@@ -135,7 +136,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         metachron::output::dataset::adapter_label(a.backend),
     );
     if a.dry_run {
-        let cost: f64 = work.pending.iter().map(|p| estimated_cost(p, a.backend)).sum();
+        let cost: f64 = work
+            .pending
+            .iter()
+            .map(|p| estimated_cost(p, a.backend))
+            .sum();
         let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
         println!(
             "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
@@ -153,7 +158,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 .take(k)
                 .map(|p| estimated_cost(p, Backend::Reference))
                 .sum();
-            println!("--validate {k}: ~{} more on the reference", human(ref_cost / threads as f64));
+            println!(
+                "--validate {k}: ~{} more on the reference",
+                human(ref_cost / threads as f64)
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -170,15 +178,21 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.tick();
-    let summary = run::run(&spec, &work.pending, &opts, |done| bar.set_position(done as u64))
-        .with_context(|| format!("sweep {} -> {}", a.file.display(), out.display()))?;
+    let summary = run::run(&spec, &work.pending, &opts, |done| {
+        bar.set_position(done as u64)
+    })
+    .with_context(|| format!("sweep {} -> {}", a.file.display(), out.display()))?;
     bar.finish_and_clear();
     let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
     println!(
         "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged or failed)",
         summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
     );
-    println!("dataset -> {} (read with DuckDB: SELECT * FROM '{}/**/*.parquet')", out.display(), out.display());
+    println!(
+        "dataset -> {} (read with DuckDB: SELECT * FROM '{}/**/*.parquet')",
+        out.display(),
+        out.display()
+    );
 
     if let Some(k) = a.validate {
         if a.backend == Backend::Reference {
@@ -192,7 +206,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 v.points,
                 v.max_abs_diff
                     .iter()
-                    .filter(|(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"].contains(&m.as_str()))
+                    .filter(
+                        |(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"]
+                            .contains(&m.as_str())
+                    )
                     .map(|(m, d)| format!("{m} {d:.2e}"))
                     .collect::<Vec<_>>()
                     .join(", "),

@@ -12,9 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{
-    Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
-};
+use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::DataType;
 
 use crate::error::{OutputError, SolverError};
@@ -97,9 +95,8 @@ fn ser<T: serde::Serialize>(v: &T) -> String {
 
 /// Metrics of a point whose solver returned an error: NaN metrics, status `solver_failed`.
 fn failed_metrics(p: &PlannedPoint) -> Metrics {
-    MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics).finish(Status::SolverFailed {
-        time: f64::NAN,
-    })
+    MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics)
+        .finish(Status::SolverFailed { time: f64::NAN })
 }
 
 /// The rows of one chunk.
@@ -160,7 +157,10 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
     let mut out = Vec::new();
     if dir.is_dir() {
         walk(dir, &mut |p| {
-            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
             if !name.starts_with('.') && name.ends_with(".parquet") {
                 out.push(p.to_path_buf());
             }
@@ -191,7 +191,10 @@ pub fn remove_stale_temporaries(dir: &Path) -> Result<usize, OutputError> {
     let mut stale = Vec::new();
     if dir.is_dir() {
         walk(dir, &mut |p| {
-            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
             if name.starts_with(".part-") && name.contains(".parquet.tmp-") {
                 stale.push(p.to_path_buf());
             }
@@ -299,7 +302,10 @@ pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
                         _ => {
                             return Err(OutputError::Plot {
                                 path: path.display().to_string(),
-                                message: format!("column `{}` changes type between parts", f.name()),
+                                message: format!(
+                                    "column `{}` changes type between parts",
+                                    f.name()
+                                ),
                             })
                         }
                     },

@@ -75,7 +75,12 @@ impl MapAxis {
             Column::Num(v) => {
                 let log = log && v.iter().all(|&x| x > 0.0 || x.is_nan());
                 let tr = |x: f64| if log { x.log10() } else { x };
-                let mut d: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).map(tr).collect();
+                let mut d: Vec<f64> = v
+                    .iter()
+                    .copied()
+                    .filter(|x| x.is_finite())
+                    .map(tr)
+                    .collect();
                 d.sort_by(f64::total_cmp);
                 let scale = d.iter().fold(0.0f64, |a, &x| a.max(x.abs())).max(1e-300);
                 d.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * scale);
@@ -87,7 +92,11 @@ impl MapAxis {
                 } else if d.len() <= MAX_GRID {
                     let first = d[0] - 0.5 * (d[1] - d[0]);
                     // A non-negative parameter's cells do not reach below zero.
-                    let first = if !log && d[0] >= 0.0 { first.max(0.0) } else { first };
+                    let first = if !log && d[0] >= 0.0 {
+                        first.max(0.0)
+                    } else {
+                        first
+                    };
                     let mut e = vec![first];
                     e.extend(d.windows(2).map(|w| 0.5 * (w[0] + w[1])));
                     let n = d.len();
@@ -183,7 +192,11 @@ fn axis_is_log(ds: &Dataset, param: &str) -> bool {
             s.axis(param).map(|a| {
                 a.log
                     || (a.kind == crate::sweep::AxisKind::Values && {
-                        let v: Vec<f64> = a.values.iter().filter_map(|v| v.as_float().or(v.as_integer().map(|i| i as f64))).collect();
+                        let v: Vec<f64> = a
+                            .values
+                            .iter()
+                            .filter_map(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+                            .collect();
                         v.len() >= 2
                             && v.iter().all(|&x| x > 0.0)
                             && v.iter().cloned().fold(0.0, f64::max)
@@ -207,7 +220,11 @@ fn viridis(u: f64) -> RGBColor {
         (170, 220, 50),
         (253, 231, 37),
     ];
-    let u = if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.0 };
+    let u = if u.is_finite() {
+        u.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let s = u * 8.0;
     let i = (s.floor() as usize).min(7);
     let f = s - i as f64;
@@ -253,7 +270,10 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
         ds.column(name).ok_or_else(|| {
             err(
                 out,
-                format!("the dataset has no column `{name}`; columns are {}", names.join(", ")),
+                format!(
+                    "the dataset has no column `{name}`; columns are {}",
+                    names.join(", ")
+                ),
             )
         })
     };
@@ -287,13 +307,15 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
                 Column::Text(_) => {
                     return Err(err(
                         out,
-                        format!("`{}` is a text column: map `class` or a numeric metric", req.metric),
+                        format!(
+                            "`{}` is a text column: map `class` or a numeric metric",
+                            req.metric
+                        ),
                     ))
                 }
             },
             _ => CellValue::Class(
-                class_col
-                    .ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
+                class_col.ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
                     .clone(),
             ),
         };
@@ -353,7 +375,9 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
     } else {
         finite
             .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            })
     };
     if mode == 2 && finite.is_empty() {
         lo = 0.0;
@@ -371,7 +395,10 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
     let repeats = cells.iter().map(|c| c.len()).max().unwrap_or(0);
 
     crate::output::plots::ensure_font();
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = out.with_file_name(format!(".{name}.tmp-{}.png", std::process::id()));
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| OutputError::Io {
@@ -435,7 +462,10 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
                     _ => grey,
                 };
                 Rectangle::new(
-                    [(xa.edges[i], ya.edges[j]), (xa.edges[i + 1], ya.edges[j + 1])],
+                    [
+                        (xa.edges[i], ya.edges[j]),
+                        (xa.edges[i + 1], ya.edges[j + 1]),
+                    ],
                     c.filled(),
                 )
             }))
@@ -450,8 +480,11 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
                 .collect();
             for (k, c) in present.iter().enumerate() {
                 let y = 80 + 34 * k as i32;
-                side.draw(&Rectangle::new([(10, y), (34, y + 24)], class_colour(c).filled()))
-                    .map_err(|x| e(&x))?;
+                side.draw(&Rectangle::new(
+                    [(10, y), (34, y + 24)],
+                    class_colour(c).filled(),
+                ))
+                .map_err(|x| e(&x))?;
                 side.draw(&Text::new(c.to_string(), (42, y + 4), ("sans-serif", 16)))
                     .map_err(|x| e(&x))?;
             }

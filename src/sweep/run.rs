@@ -115,7 +115,10 @@ pub fn run(
     let scheme = dataset::scheme_label(spec, opts.backend);
     let mut s = RunSummary::default();
     for chunk in pending.chunks(opts.batch.max(1)) {
-        if opts.stop_after_chunks.is_some_and(|k| s.chunks_written >= k) {
+        if opts
+            .stop_after_chunks
+            .is_some_and(|k| s.chunks_written >= k)
+        {
             s.stopped = true;
             break;
         }
@@ -127,7 +130,8 @@ pub fn run(
             .filter(|r| !r.as_ref().is_ok_and(|r| r.metrics.status.is_ok()))
             .count();
         let batch = dataset::chunk_batch(chunk, &results, opts.backend, &scheme)?;
-        let meta = dataset::part_metadata(spec, opts.backend, opts.shard, t0.elapsed().as_secs_f64());
+        let meta =
+            dataset::part_metadata(spec, opts.backend, opts.shard, t0.elapsed().as_secs_f64());
         let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
         write_atomic(&path, &batch, &meta)?;
         s.points_run += chunk.len();

@@ -149,7 +149,9 @@ impl Ctx<'_> {
         let x = match v {
             toml::Value::Integer(i) => *i as f64,
             toml::Value::Float(f) => *f,
-            toml::Value::String(s) => parse_number(key, s).map_err(|e| self.err(key, e.to_string()))?,
+            toml::Value::String(s) => {
+                parse_number(key, s).map_err(|e| self.err(key, e.to_string()))?
+            }
             other => {
                 return Err(self.err(
                     key,
@@ -158,7 +160,10 @@ impl Ctx<'_> {
             }
         };
         if !x.is_finite() {
-            return Err(self.err(key, format!("{x} is out of range: allowed is a finite number")));
+            return Err(self.err(
+                key,
+                format!("{x} is out of range: allowed is a finite number"),
+            ));
         }
         Ok(x)
     }
@@ -186,14 +191,19 @@ impl SweepSpec {
         default_name: &str,
     ) -> Result<SweepSpec, SweepError> {
         let cx = Ctx { file };
-        let mut top: toml::Table = text.parse().map_err(|e: toml::de::Error| SweepError::Toml {
-            file: file.to_string(),
-            message: e.to_string(),
-        })?;
+        let mut top: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| SweepError::Toml {
+                file: file.to_string(),
+                message: e.to_string(),
+            })?;
         if let Some(k) = top.keys().find(|k| !TOP_KEYS.contains(&k.as_str())) {
             return Err(cx.err(
                 k.clone(),
-                format!("unknown key; allowed at the top level: {}", TOP_KEYS.join(", ")),
+                format!(
+                    "unknown key; allowed at the top level: {}",
+                    TOP_KEYS.join(", ")
+                ),
             ));
         }
         let name = match top.remove("name") {
@@ -267,20 +277,22 @@ impl SweepSpec {
             file: file.to_string(),
             message: e.to_string(),
         })?;
-        let config = RunConfig::from_toml_str(&cfg_text, file).map_err(|source| {
-            SweepError::Config {
+        let config =
+            RunConfig::from_toml_str(&cfg_text, file).map_err(|source| SweepError::Config {
                 file: file.to_string(),
                 context: "[base]".into(),
                 source,
-            }
-        })?;
+            })?;
 
         let axes_v = match top.remove("axes") {
             Some(toml::Value::Array(a)) => a,
             Some(other) => {
                 return Err(cx.err(
                     "axes",
-                    format!("expected an array of tables [[axes]], got {}", other.type_str()),
+                    format!(
+                        "expected an array of tables [[axes]], got {}",
+                        other.type_str()
+                    ),
                 ))
             }
             None => Vec::new(),
@@ -366,7 +378,8 @@ impl SweepSpec {
                 let mut t = self.base.clone();
                 t.insert(a.param.clone(), v.clone());
                 let checked = Params::from_toml_table(t).and_then(|p| match p.validate() {
-                    Err(e @ ParamError::OutOfRange { .. }) | Err(e @ ParamError::NotInteger { .. })
+                    Err(e @ ParamError::OutOfRange { .. })
+                    | Err(e @ ParamError::NotInteger { .. })
                         if param_of(&e) == a.param =>
                     {
                         Err(e)
@@ -462,7 +475,11 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         Some(v) => Some(cx.string(&at("group"), &v)?),
         None => None,
     };
-    let kinds: Vec<String> = t.keys().filter(|k| AXIS_KINDS.contains(&k.as_str())).cloned().collect();
+    let kinds: Vec<String> = t
+        .keys()
+        .filter(|k| AXIS_KINDS.contains(&k.as_str()))
+        .cloned()
+        .collect();
     if let Some(k) = t.keys().find(|k| !AXIS_KINDS.contains(&k.as_str())) {
         return Err(cx.err(
             at(k),
@@ -477,13 +494,19 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         [] => {
             return Err(cx.err(
                 format!("axes[{i}]"),
-                format!("axis `{param}` has no values: give one of {}", AXIS_KINDS.join(", ")),
+                format!(
+                    "axis `{param}` has no values: give one of {}",
+                    AXIS_KINDS.join(", ")
+                ),
             ))
         }
         _ => {
             return Err(cx.err(
                 format!("axes[{i}]"),
-                format!("axis `{param}` has {}: give exactly one", kinds.join(" and ")),
+                format!(
+                    "axis `{param}` has {}: give exactly one",
+                    kinds.join(" and ")
+                ),
             ))
         }
     };
@@ -503,7 +526,10 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         }
         for (j, x) in list.iter().enumerate() {
             let ok = match (scalar.is_some(), x) {
-                (true, toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_)) => true,
+                (
+                    true,
+                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_),
+                ) => true,
                 (false, toml::Value::Array(_) | toml::Value::String(_)) => true,
                 _ => false,
             };
@@ -556,8 +582,12 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
     }
     let key = |k: &str| format!("axes[{i}].{kind_key}.{k}");
     let mut get = |k: &str| {
-        r.remove(k)
-            .ok_or_else(|| cx.err(key(k), format!("missing: `{kind_key}` needs start, stop and num")))
+        r.remove(k).ok_or_else(|| {
+            cx.err(
+                key(k),
+                format!("missing: `{kind_key}` needs start, stop and num"),
+            )
+        })
     };
     let start = cx.number(&key("start"), &get("start")?)?;
     let stop = cx.number(&key("stop"), &get("stop")?)?;
