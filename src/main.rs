@@ -21,6 +21,10 @@ struct Cli {
 enum Command {
     /// Simulate one parameter point (the paper's robot by default) and report its metrics.
     Simulate(cli::simulate::SimulateArgs),
+    /// Run a sweep file into a Parquet dataset (chunked, resumable, shardable).
+    Sweep(cli::sweep::SweepArgs),
+    /// Draw a heatmap of a metric over two swept parameters from a sweep's dataset.
+    Map(cli::map::MapArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
 }
@@ -30,6 +34,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Devices => cli::gpu::devices(),
+        Command::Sweep(args) => cli::sweep::run(args),
+        Command::Map(args) => cli::map::run(args),
     };
     match result {
         Ok(code) => code,

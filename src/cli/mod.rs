@@ -1,2 +1,4 @@
 pub mod gpu;
+pub mod map;
 pub mod simulate;
+pub mod sweep;
