@@ -12,8 +12,8 @@ use crate::simulate::{run_point, Backend, PointResult, RunConfig};
 /// why once and runs the CPU batch instead (each result records the backend used).
 pub fn run_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult, SolverError>> {
     if backend == Backend::Gpu {
-        match crate::gpu::shared_context() {
-            Ok(ctx) => return crate::gpu::run_gpu_batch(ctx, cfgs),
+        match crate::gpu::shared_engine() {
+            Ok(engine) => return crate::gpu::run_gpu_batch(engine, cfgs),
             Err(e) => warn_gpu_fallback(&e),
         }
         return run_cpu_batch(cfgs, Backend::Cpu);

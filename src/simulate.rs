@@ -167,8 +167,8 @@ pub fn run_point(
 ) -> Result<PointResult, SolverError> {
     if backend == Backend::Gpu {
         // The device keeps no time series: one instance, metrics only.
-        let ctx = crate::gpu::shared_context().map_err(SolverError::Gpu)?;
-        return crate::gpu::run_gpu_batch(ctx, std::slice::from_ref(cfg))
+        let engine = crate::gpu::shared_engine().map_err(SolverError::Gpu)?;
+        return crate::gpu::run_gpu_batch(engine, std::slice::from_ref(cfg))
             .pop()
             .unwrap_or_else(|| Err(SolverError::Gpu("no result".into())));
     }

@@ -16,7 +16,9 @@ fn batch_engines_match_the_reference_on_eight_diverse_points() {
     let reference = run_batch(&cfgs, Backend::Reference);
     let cpu = run_batch(&cfgs, Backend::Cpu);
     let ctx = common::gpu::gpu_context("batch_engines_match_the_reference (gpu part)");
-    let gpu = ctx.as_ref().map(|ctx| run_gpu_batch(ctx, &cfgs));
+    let gpu = ctx
+        .as_ref()
+        .map(|ctx| run_gpu_batch(&metachron::gpu::GpuEngine::new(ctx), &cfgs));
     let mut failures = Vec::new();
     for (k, ((name, _), r)) in points.iter().zip(&reference).enumerate() {
         let r = r.as_ref().expect("reference ran");

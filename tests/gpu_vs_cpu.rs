@@ -178,3 +178,27 @@ fn f32_path_accuracy() {
     assert!((gm.displacement - rm.displacement).abs() < 0.05 * rm.displacement.abs());
     assert!((gm.work - rm.work).abs() < 0.05 * rm.work.abs());
 }
+
+/// On a software adapter a shape whose one step exceeds the per-invocation loop budget
+/// is refused with an error naming the way out, never run into frozen instances.
+#[test]
+fn software_adapter_refuses_shapes_beyond_its_loop_budget() {
+    let Some(ctx) = common::gpu::gpu_context("software_adapter_refuses_shapes") else {
+        return;
+    };
+    if ctx.adapter.device_type != "Cpu" {
+        eprintln!("SKIPPED software_adapter_refuses_shapes: hardware adapter has no loop budget");
+        return;
+    }
+    let mut c = RunConfig::default();
+    c.params.apply_override("n_legs=64").unwrap();
+    c.params.n_nodes = 12;
+    c.params.t_final = 0.01;
+    c.validate().unwrap();
+    let err = GpuEngine::new(&ctx).run(&[c]).expect_err("must be refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("--backend cpu") && msg.contains("64 legs"),
+        "{msg}"
+    );
+}

@@ -523,12 +523,22 @@ fn finish_instance(
     }
 }
 
-/// Run `cfgs` on a context's device; any device failure fails every instance of the call.
+static SHARED_ENGINE: std::sync::OnceLock<GpuEngine<'static>> = std::sync::OnceLock::new();
+
+/// The process-wide engine on the shared context: its pipelines are built once and
+/// reused by every later batch (a sweep runs many).
+pub fn shared_engine() -> Result<&'static GpuEngine<'static>, String> {
+    let ctx = super::device::shared_context()?;
+    Ok(SHARED_ENGINE.get_or_init(|| GpuEngine::new(ctx)))
+}
+
+/// Run `cfgs` on an engine; any device failure fails every instance of the call (and
+/// is reported in each result), never the caller.
 pub fn run_gpu_batch(
-    ctx: &GpuContext,
+    engine: &GpuEngine,
     cfgs: &[RunConfig],
 ) -> Vec<Result<PointResult, SolverError>> {
-    match GpuEngine::new(ctx).run(cfgs) {
+    match engine.run(cfgs) {
         Ok(r) => r.into_iter().map(Ok).collect(),
         Err(e) => {
             let msg = e.to_string();

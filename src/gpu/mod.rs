@@ -14,7 +14,7 @@ pub mod shader;
 pub use device::{
     configure, list_adapters, shared_context, AdapterSummary, GpuContext, GpuOptions,
 };
-pub use engine::{run_gpu_batch, GpuEngine};
+pub use engine::{run_gpu_batch, shared_engine, GpuEngine};
 
 /// Floating-point type of the shader's `real`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -65,6 +65,4 @@ pub enum GpuError {
         per_step: u64,
         budget: u64,
     },
-    #[error("batch too large for the device: one instance needs {per_instance} bytes of state, the device binds at most {limit} bytes")]
-    TooLarge { per_instance: u64, limit: u64 },
 }
