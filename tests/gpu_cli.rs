@@ -1,0 +1,71 @@
+//! The GPU backend as a user meets it on the command line.
+
+mod common;
+
+use std::process::Command;
+
+fn metachron(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_metachron"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("metachron runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn simulate_on_the_gpu_reports_the_adapter_and_the_metrics() {
+    let Some(ctx) = common::gpu::gpu_context("simulate_on_the_gpu") else {
+        return;
+    };
+    let (code, out, err) = metachron(
+        &["simulate", "--backend", "gpu", "--set", "t_final=0.2", "--quiet"],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains(&format!("backend gpu ({}", ctx.adapter.name)),
+        "{out}"
+    );
+    assert!(out.contains("status ok"), "{out}");
+    let (code, out, _) = metachron(&["devices"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&ctx.adapter.name) && out.contains("SHADER_F64"), "{out}");
+}
+
+#[test]
+fn without_a_usable_adapter_gpu_falls_back_to_the_cpu_batch_with_a_notice() {
+    let (code, out, err) = metachron(
+        &["simulate", "--backend", "gpu", "--set", "t_final=0.2", "--quiet"],
+        &[("METACHRON_ADAPTER", "no-such-adapter-xyz")],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(err.contains("GPU backend unavailable"), "{err}");
+    assert!(out.contains("backend cpu"), "{out}");
+}
+
+#[test]
+fn gpu_refuses_time_series_outputs_with_a_clear_error() {
+    let dir = std::env::temp_dir().join("metachron-gpu-cli");
+    let path = dir.join("ts.parquet");
+    let (code, _, err) = metachron(
+        &[
+            "simulate",
+            "--backend",
+            "gpu",
+            "--set",
+            "t_final=0.2",
+            "--out",
+            path.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--out") && err.contains("--backend cpu"), "{err}");
+    assert!(!path.exists());
+}
