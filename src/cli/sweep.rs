@@ -136,15 +136,18 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         metachron::output::dataset::adapter_label(a.backend),
     );
     if a.dry_run {
-        let cost: f64 = work
+        let costs: Vec<f64> = work
             .pending
             .iter()
             .map(|p| estimated_cost(p, a.backend))
-            .sum();
+            .collect();
+        // Points run in parallel, one thread each: no faster than the costliest point.
+        let cost = (costs.iter().sum::<f64>() / threads as f64)
+            .max(costs.iter().cloned().fold(0.0, f64::max));
         let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
         println!(
             "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
-            human(cost / threads as f64),
+            human(cost),
             if a.backend == Backend::Cpu || a.backend == Backend::Reference {
                 ""
             } else {

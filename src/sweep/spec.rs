@@ -366,8 +366,35 @@ impl SweepSpec {
             axes,
             groups,
         };
+        spec.check_base()?;
         spec.check_axis_values()?;
         Ok(spec)
+    }
+
+    /// The base must be valid in every field that no axis replaces.
+    fn check_base(&self) -> Result<(), SweepError> {
+        let swept = |f: &str| {
+            self.axes.iter().any(|a| a.param == f)
+                || (f == "dt_out" || f == "window_start") && self.axis("t_final").is_some()
+                || LIST_PARAMS.contains(&f) && self.axis("n_legs").is_some()
+        };
+        let field = match self.config.validate() {
+            Ok(()) => return Ok(()),
+            Err(ConfigError::Param { ref source, .. }) => param_of(source).to_string(),
+            Err(ConfigError::Setting {
+                source: crate::error::SettingsError::OutOfRange { ref field, .. },
+                ..
+            }) => field.clone(),
+            Err(_) => String::new(),
+        };
+        match self.config.validate() {
+            Err(source) if !swept(&field) => Err(SweepError::Config {
+                file: self.file.clone(),
+                context: "[base]".into(),
+                source,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Every axis value on its own over the base must be readable and in range

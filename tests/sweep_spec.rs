@@ -1,0 +1,204 @@
+//! Sweep files: the issue's sample as written, axis kinds, masks as values, and
+//! clear errors (file, key, allowed range) for bad files.
+
+use metachron::sweep::{AxisKind, Plan, SweepSpec};
+
+const SAMPLE: &str = r#"name = "small-coupling"
+[base]
+t_final = 3.0
+[[axes]]
+param = "alpha"
+logspace = { start = 50.0, stop = 5000.0, num = 3 }
+[[axes]]
+param = "beta"
+values = [50.0, 500.0]
+"#;
+
+fn parse(text: &str) -> Result<SweepSpec, String> {
+    SweepSpec::from_str_named(text, "bad.toml", "bad").map_err(|e| e.to_string())
+}
+
+fn plan_err(text: &str) -> String {
+    let spec = parse(text).expect("file parses");
+    Plan::new(&spec).expect_err("plan must fail").to_string()
+}
+
+fn floats(v: &[toml::Value]) -> Vec<f64> {
+    v.iter()
+        .map(|x| x.as_float().or(x.as_integer().map(|i| i as f64)).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_issues_sample_file_runs_six_points() {
+    let spec = parse(SAMPLE).unwrap();
+    assert_eq!(spec.name, "small-coupling");
+    assert_eq!(spec.point_count(), 6);
+    assert_eq!(floats(&spec.axes[0].values), vec![50.0, 500.0, 5000.0]);
+    assert_eq!(spec.axes[0].kind, AxisKind::Logspace);
+    assert!(spec.axes[0].log);
+    assert_eq!(floats(&spec.axes[1].values), vec![50.0, 500.0]);
+    let plan = Plan::new(&spec).unwrap();
+    assert_eq!(plan.points.len(), 6);
+    // First axis outermost, ids 0..6, base applied everywhere.
+    let ab: Vec<(f64, f64)> = plan
+        .points
+        .iter()
+        .map(|p| (p.cfg.params.alpha, p.cfg.params.beta))
+        .collect();
+    assert_eq!(
+        ab,
+        vec![
+            (50.0, 50.0),
+            (50.0, 500.0),
+            (500.0, 50.0),
+            (500.0, 500.0),
+            (5000.0, 50.0),
+            (5000.0, 500.0)
+        ]
+    );
+    for (k, p) in plan.points.iter().enumerate() {
+        assert_eq!(p.point_id, k as u64);
+        assert_eq!(p.cfg.params.t_final, 3.0);
+        assert_eq!(p.cfg.params.psi_init, None);
+    }
+}
+
+#[test]
+fn shipped_sweeps_parse_and_plan() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/sweeps");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml")
+            && path.file_name().unwrap() != "paper-point.toml"
+        {
+            let spec = SweepSpec::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            let plan = Plan::new(&spec).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plan.points.len(), spec.point_count(), "{}", path.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "expected the five shipped sweeps, found {n}");
+}
+
+#[test]
+fn masks_angles_and_lists_are_values() {
+    let spec = parse(
+        r#"
+[base]
+n_legs = 5
+[[axes]]
+param = "actuated"
+values = ["all", "first", "every_other", [1, 0, 0, 0, 1]]
+[[axes]]
+param = "dphi"
+linspace = { start = "-90deg", stop = "90deg", num = 3 }
+"#,
+    )
+    .unwrap();
+    let plan = Plan::new(&spec).unwrap();
+    assert_eq!(plan.points.len(), 12);
+    let masks: Vec<Vec<bool>> = plan
+        .points
+        .iter()
+        .step_by(3)
+        .map(|p| p.cfg.params.actuated.clone())
+        .collect();
+    let (t, f) = (true, false);
+    assert_eq!(
+        masks,
+        vec![
+            vec![t; 5],
+            vec![t, f, f, f, f],
+            vec![t, f, t, f, t],
+            vec![t, f, f, f, t]
+        ]
+    );
+    let dphi: Vec<f64> = plan.points[..3].iter().map(|p| p.cfg.params.dphi).collect();
+    assert!((dphi[0] + std::f64::consts::FRAC_PI_2).abs() < 1e-12);
+    assert!(dphi[1].abs() < 1e-12);
+    assert!((dphi[2] - std::f64::consts::FRAC_PI_2).abs() < 1e-12);
+}
+
+#[test]
+fn unknown_keys_anywhere_are_named() {
+    let e = parse(&SAMPLE.replace("t_final = 3.0", "t_final = 3.0\nalphaa = 5.0")).unwrap_err();
+    assert!(e.contains("bad.toml") && e.contains("alphaa"), "{e}");
+    let e = parse(&format!("repeatz = 3\n{SAMPLE}")).unwrap_err();
+    assert!(e.contains("`repeatz`") && e.contains("unknown key"), "{e}");
+    let e =
+        parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = [50.0]\nstepz = 2")).unwrap_err();
+    assert!(e.contains("axes[1].stepz"), "{e}");
+    let e = parse(&SAMPLE.replace("num = 3 }", "num = 3, base = 10 }")).unwrap_err();
+    assert!(e.contains("axes[0].logspace.base"), "{e}");
+    let e = parse(&SAMPLE.replace("param = \"beta\"", "param = \"betta\"")).unwrap_err();
+    assert!(e.contains("axes[1].param") && e.contains("betta"), "{e}");
+    let e = parse(&format!("{SAMPLE}\n[metrics]\nplv_minn = 0.5\n")).unwrap_err();
+    assert!(e.contains("plv_minn"), "{e}");
+}
+
+#[test]
+fn wrong_types_are_named_with_what_is_expected() {
+    let e = parse(&SAMPLE.replace("num = 3", "num = \"three\"")).unwrap_err();
+    assert!(
+        e.contains("axes[0].logspace.num") && e.contains("integer"),
+        "{e}"
+    );
+    let e = parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = \"50\"")).unwrap_err();
+    assert!(e.contains("axes[1].values") && e.contains("array"), "{e}");
+    let e = parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = [50.0, true]")).unwrap_err();
+    assert!(
+        e.contains("axes[1].values[1]") && e.contains("number"),
+        "{e}"
+    );
+    let e = parse(&SAMPLE.replace("t_final = 3.0", "t_final = true")).unwrap_err();
+    assert!(e.contains("t_final") && e.contains("number"), "{e}");
+    let e = parse(&format!("repeats = 2.5\n{SAMPLE}")).unwrap_err();
+    assert!(e.contains("`repeats`") && e.contains("integer"), "{e}");
+}
+
+#[test]
+fn empty_axes_are_errors() {
+    let e = parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = []")).unwrap_err();
+    assert!(
+        e.contains("axes[1].values") && e.contains("empty axis"),
+        "{e}"
+    );
+    let e = parse(&SAMPLE.replace("num = 3", "num = 0")).unwrap_err();
+    assert!(
+        e.contains("axes[0].logspace.num") && e.contains("empty axis"),
+        "{e}"
+    );
+    let e = parse(&SAMPLE.replace("values = [50.0, 500.0]\n", "")).unwrap_err();
+    assert!(e.contains("axes[1]") && e.contains("no values"), "{e}");
+}
+
+#[test]
+fn out_of_range_values_name_the_key_and_the_allowed_range() {
+    let e = parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = [50.0, -5.0]")).unwrap_err();
+    assert!(
+        e.contains("axes[1]") && e.contains("beta") && e.contains("allowed is a finite number > 0"),
+        "{e}"
+    );
+    let e = parse(&SAMPLE.replace("t_final = 3.0", "t_final = 3.0\nn_legs = 100")).unwrap_err();
+    assert!(e.contains("n_legs") && e.contains("[2, 64]"), "{e}");
+    let e = parse(&SAMPLE.replace("start = 50.0", "start = 0.0")).unwrap_err();
+    assert!(
+        e.contains("axes[0].logspace.start") && e.contains("> 0"),
+        "{e}"
+    );
+    let e = parse(&SAMPLE.replace("param = \"beta\"", "param = \"n_legs\"")).unwrap_err();
+    assert!(e.contains("n_legs") && e.contains("integer"), "{e}");
+    let e = parse(&format!("seed = -1\n{SAMPLE}")).unwrap_err();
+    assert!(e.contains("`seed`") && e.contains("allowed"), "{e}");
+    // A mask of the wrong length is found when the point is planned, naming the point.
+    let e = plan_err("[base]\nn_legs = 4\n[[axes]]\nparam = \"actuated\"\nvalues = [[1, 0]]\n");
+    assert!(
+        e.contains("point 0") && e.contains("actuated") && e.contains("n_legs = 4"),
+        "{e}"
+    );
+    // t_final swept below dt_out: the settings' range is named.
+    let e = plan_err("[[axes]]\nparam = \"t_final\"\nvalues = [0.001]\n");
+    assert!(e.contains("dt_out") && e.contains("allowed"), "{e}");
+}
