@@ -253,6 +253,14 @@ impl<'a> GpuEngine<'a> {
         &self,
         cfgs: &[RunConfig],
     ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
+        self.run_groups(cfgs, true)
+    }
+
+    fn run_groups(
+        &self,
+        cfgs: &[RunConfig],
+        with_state: bool,
+    ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
         let mut groups: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
         for (i, c) in cfgs.iter().enumerate() {
             groups
@@ -268,7 +276,7 @@ impl<'a> GpuEngine<'a> {
             let cap = self.max_batch(key.0, key.1);
             for chunk in idx.chunks(cap) {
                 let sub: Vec<&RunConfig> = chunk.iter().map(|&i| &cfgs[i]).collect();
-                for (r, &i) in self.run_group(&sub)?.into_iter().zip(chunk) {
+                for (r, &i) in self.run_group(&sub, with_state)?.into_iter().zip(chunk) {
                     out[i] = Some(r);
                 }
             }
@@ -279,8 +287,13 @@ impl<'a> GpuEngine<'a> {
             .collect())
     }
 
-    /// One batch of instances of the same shape.
-    fn run_group(&self, cfgs: &[&RunConfig]) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
+    /// One batch of instances of the same shape. Reads back only the metric slots and
+    /// status words, and q, v too when `with_state`.
+    fn run_group(
+        &self,
+        cfgs: &[&RunConfig],
+        with_state: bool,
+    ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
         let start = Instant::now();
         let precision = self.ctx.precision;
         let (n_legs, n_nodes) = (cfgs[0].params.n_legs, cfgs[0].params.n_nodes);
@@ -386,6 +399,7 @@ impl<'a> GpuEngine<'a> {
         let chunk = self.steps_per_dispatch(n_legs, n_nodes)?;
         let groups = (b as u32).div_ceil(WORKGROUP_SIZE);
         let mut begin = 0u32;
+        let mut dispatches = 0u64;
         while begin <= last_step {
             let end = begin.saturating_add(chunk).min(last_step + 1);
             let ctl = Control {
@@ -405,19 +419,36 @@ impl<'a> GpuEngine<'a> {
                 pass.dispatch_workgroups(groups, 1, 1);
             }
             self.ctx.queue.submit([enc.finish()]);
-            // Keep the queue shallow: the next control write waits for this dispatch.
-            dev.poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| GpuError::Execution(e.to_string()))?;
+            dispatches += 1;
+            // Keep the queue (and its staged control writes) shallow.
+            if dispatches % 16 == 0 {
+                dev.poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|e| GpuError::Execution(e.to_string()))?;
+            }
             begin = end;
         }
-        let state = from_reals(&self.read(&state_buf, state_bytes.len() as u64)?, precision);
-        let status: Vec<u32> = bytemuck::pod_collect_to_vec(&self.read(&status_buf, 4 * b as u64)?);
+        // SoA: slots [from, SLOTS) of every instance are one contiguous range.
+        let from = if with_state { 0 } else { lay.work() };
+        let word = self.word();
+        let tail = self.read(
+            &state_buf,
+            (from * b) as u64 * word,
+            state_bytes.len() as u64 - (from * b) as u64 * word,
+        )?;
+        let mut state = vec![0.0; from * b];
+        state.extend(from_reals(&tail, precision));
+        let status: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
         let wall = start.elapsed().as_secs_f64() / b as f64;
         Ok(cfgs
             .iter()
             .enumerate()
             .map(|(i, cfg)| {
-                let qv: Vec<f64> = (0..2 * lay.nq()).map(|k| state[k * b + i]).collect();
+                let qv: Vec<f64> = if with_state {
+                    (0..2 * lay.nq()).map(|k| state[k * b + i]).collect()
+                } else {
+                    Vec::new()
+                };
                 (
                     finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], wall),
                     qv,
@@ -426,7 +457,7 @@ impl<'a> GpuEngine<'a> {
             .collect())
     }
 
-    fn read(&self, buf: &wgpu::Buffer, size: u64) -> Result<Vec<u8>, GpuError> {
+    fn read(&self, buf: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>, GpuError> {
         let dev = &self.ctx.device;
         let staging = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
@@ -435,7 +466,7 @@ impl<'a> GpuEngine<'a> {
             mapped_at_creation: false,
         });
         let mut enc = dev.create_command_encoder(&Default::default());
-        enc.copy_buffer_to_buffer(buf, 0, &staging, 0, size);
+        enc.copy_buffer_to_buffer(buf, offset, &staging, 0, size);
         self.ctx.queue.submit([enc.finish()]);
         let (tx, rx) = std::sync::mpsc::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
