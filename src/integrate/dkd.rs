@@ -155,7 +155,11 @@ pub fn kick_leg(
     // Constraint quantities at the midpoint.
     robot.fe.geometric.mul(&q[..m], &mut gq[..m]);
     robot.fe.geometric.mul(&q[m..l], &mut gq[m..l]);
-    let j: Vec<f64> = gq[..l].iter().map(|g| 2.0 * g).collect();
+    let mut j = [0.0; L];
+    for (ji, g) in j[..l].iter_mut().zip(&gq[..l]) {
+        *ji = 2.0 * g;
+    }
+    let j = &j[..l];
     let v_res = q[..l].iter().zip(&gq[..l]).map(|(a, b)| a * b).sum::<f64>() - p.leg_length;
     let s = robot.fe.geometric.quad(&v[..m]) + robot.fe.geometric.quad(&v[m..l]);
     let jv: f64 = j.iter().zip(&v[..l]).map(|(a, b)| a * b).sum();
@@ -175,7 +179,7 @@ pub fn kick_leg(
     for (ri, f) in r[..m].iter_mut().zip(&robot.fe.load) {
         *ri += p.rho * p.g * f;
     }
-    for (ri, ji) in r[..l].iter_mut().zip(&j) {
+    for (ri, ji) in r[..l].iter_mut().zip(j) {
         *ri -= pen * ji;
     }
     r[ix.a(0)] += base_force[0];
@@ -206,26 +210,41 @@ pub fn kick_leg(
     let mut u_dot_z = [0.0; 3];
     // u₁ = √(λ(1 + 2hημ))·J
     let s1 = (p.lambda * (1.0 + 2.0 * h * p.eta * p.mu)).sqrt();
-    let u1: Vec<f64> = j.iter().map(|x| s1 * x).collect();
-    p_inv_apply(k, m, &u1, &mut w[0][..l]);
+    let mut u1_buf = [0.0; L];
+    for (u, x) in u1_buf[..l].iter_mut().zip(j) {
+        *u = s1 * x;
+    }
+    let u1 = &u1_buf[..l];
+    p_inv_apply(k, m, u1, &mut w[0][..l]);
     u_dot_z[0] = u1.iter().zip(&z[..l]).map(|(a, b)| a * b).sum();
     cols += 1;
-    // Sparse columns as (index, value) lists.
-    let mut sparse: Vec<Vec<(usize, f64)>> = Vec::new();
+    // Sparse columns as (index, value) lists (at most two entries, two columns).
+    let mut sparse_buf = [[(0usize, 0.0f64); 2]; 2];
+    let mut sparse_len = [0usize; 2];
+    let mut n_sparse = 0;
     if actuated {
         let s2 = (h * p.k_p).sqrt();
-        sparse.push(vec![(ix.b(0), s2 * gb), (ix.d(0), s2 * gd)]);
+        sparse_buf[n_sparse] = [(ix.b(0), s2 * gb), (ix.d(0), s2 * gd)];
+        sparse_len[n_sparse] = 2;
+        n_sparse += 1;
     }
     if contact && p.nu > 0.0 {
-        sparse.push(vec![(ix.c(tip), (h * p.nu).sqrt())]);
+        sparse_buf[n_sparse] = [(ix.c(tip), (h * p.nu).sqrt()), (0, 0.0)];
+        sparse_len[n_sparse] = 1;
+        n_sparse += 1;
     }
-    for u in &sparse {
+    let sparse: [&[(usize, f64)]; 2] = [
+        &sparse_buf[0][..sparse_len[0]],
+        &sparse_buf[1][..sparse_len[1]],
+    ];
+    let sparse = &sparse[..n_sparse];
+    for u in sparse {
         let wc = &mut w[cols];
         for x in wc[..l].iter_mut() {
             *x = 0.0;
         }
         // W = P⁻¹u: columns of the block inverse scaled by u's entries.
-        for &(idx, val) in u {
+        for &(idx, val) in u.iter() {
             let (blk, local) = (idx / m, idx % m);
             for row in 0..m {
                 wc[blk * m + row] += val * k.p_inv.get(row, local);
