@@ -193,6 +193,22 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     };
     assert_ne!(psi[0], psi[1], "repeats start from different random phases");
 
+    // --validate: re-run 2 random points on the reference; the cpu rows agree with it.
+    let v = run::validate(&spec, &Plan::new(&spec).unwrap(), &opts(&dir, 24), 2).unwrap();
+    assert_eq!((v.points, v.class_agree), (2, 2));
+    let lag = v
+        .max_abs_diff
+        .iter()
+        .find(|(m, _)| m == "lag_order")
+        .unwrap()
+        .1;
+    assert!(lag < 1e-4, "lag order differs by {lag}");
+    let csv = std::fs::read_to_string(&v.path).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    assert!(csv.starts_with("point_id,sweep_backend,"));
+    // The report is not a part file: the dataset still reads as the sweep's rows.
+    assert_eq!(dataset::read_dataset(&dir).unwrap().rows(), 24);
+
     // Maps: a numeric metric (repeats averaged, log x) and the class.
     let png = dir.join("maps/lag.png");
     let s = draw_map(

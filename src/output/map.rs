@@ -419,7 +419,13 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
         let what = match mode {
             0 => "class (most frequent)".to_string(),
             1 => format!("fraction of runs {target}"),
-            _ => req.metric.clone(),
+            _ => match crate::metrics::METRIC_COLUMNS
+                .iter()
+                .find(|(m, u)| *m == req.metric && *u != "1")
+            {
+                Some((m, u)) => format!("{m} ({u})"),
+                None => req.metric.clone(),
+            },
         };
         let caption = if repeats > 1 {
             format!("{sweep}: {what}, {repeats} runs per cell")

@@ -29,7 +29,7 @@ pub enum SweepError {
         file: String,
         context: String,
         #[source]
-        source: ConfigError,
+        source: Box<ConfigError>,
     },
     #[error("cannot read {path}: {source}")]
     Io {

@@ -142,7 +142,7 @@ impl Plan {
             let point_err = |point_id: u64, source: ConfigError| SweepError::Config {
                 file: spec.file.clone(),
                 context: format!("point {point_id} ({})", desc.join(", ")),
-                source,
+                source: Box::new(source),
             };
             let params = crate::Params::from_toml_table(table).map_err(|source| {
                 point_err(

@@ -281,7 +281,7 @@ impl SweepSpec {
             RunConfig::from_toml_str(&cfg_text, file).map_err(|source| SweepError::Config {
                 file: file.to_string(),
                 context: "[base]".into(),
-                source,
+                source: Box::new(source),
             })?;
 
         let axes_v = match top.remove("axes") {
@@ -391,7 +391,7 @@ impl SweepSpec {
             Err(source) if !swept(&field) => Err(SweepError::Config {
                 file: self.file.clone(),
                 context: "[base]".into(),
-                source,
+                source: Box::new(source),
             }),
             _ => Ok(()),
         }
@@ -417,10 +417,10 @@ impl SweepSpec {
                     return Err(SweepError::Config {
                         file: self.file.clone(),
                         context: format!("axes[{i}] `{}` = {v}", a.param),
-                        source: ConfigError::Param {
+                        source: Box::new(ConfigError::Param {
                             path: "parameters".into(),
                             source,
-                        },
+                        }),
                     });
                 }
             }
@@ -552,14 +552,13 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
             return Err(cx.err(at("values"), "empty axis: give at least one value"));
         }
         for (j, x) in list.iter().enumerate() {
-            let ok = match (scalar.is_some(), x) {
+            let ok = matches!(
+                (scalar.is_some(), x),
                 (
                     true,
-                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_),
-                ) => true,
-                (false, toml::Value::Array(_) | toml::Value::String(_)) => true,
-                _ => false,
-            };
+                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_)
+                ) | (false, toml::Value::Array(_) | toml::Value::String(_))
+            );
             if !ok {
                 let expected = if scalar.is_some() {
                     "a number (angles may be written \"90deg\")"
