@@ -88,7 +88,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let batch = match a.batch {
         Some(0) => bail!("--batch 0: allowed is an integer >= 1"),
         Some(b) => b,
-        None => run::default_batch(a.backend),
+        None => {
+            let mine = plan.shard(shard);
+            run::default_batch(a.backend, &mine)
+        }
     };
     let out = match (&a.out, a.dry_run) {
         (Some(o), _) => o.clone(),

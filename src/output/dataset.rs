@@ -49,12 +49,22 @@ pub fn scheme_label(spec: &SweepSpec, backend: Backend) -> String {
     }
 }
 
-/// What ran the points: the backend and its adapter.
+/// What ran the points: the backend and its adapter (the GPU's name, type and
+/// precision; the thread count on the CPU).
 pub fn adapter_label(backend: Backend) -> String {
-    if backend == Backend::Cpu || backend == Backend::Reference {
-        format!("cpu: rayon, {} threads", rayon::current_num_threads())
+    if backend == Backend::Gpu {
+        match crate::gpu::shared_context() {
+            Ok(ctx) => format!(
+                "gpu: {} ({}, {}, {})",
+                ctx.adapter.name,
+                ctx.adapter.device_type,
+                ctx.adapter.driver,
+                ctx.precision.label()
+            ),
+            Err(e) => format!("gpu unavailable ({e}): cpu fallback"),
+        }
     } else {
-        backend.label().to_string()
+        format!("cpu: rayon, {} threads", rayon::current_num_threads())
     }
 }
 
@@ -129,7 +139,20 @@ pub fn chunk_batch(
         .map(|(r, f)| r.as_ref().map(|r| &r.metrics).unwrap_or(f))
         .collect();
     parquet::push_metric_columns(&mut t, &metrics);
-    t.string("backend", vec![backend.label().to_string(); points.len()]);
+    // The backend that produced each row (a gpu request falls back to cpu without an adapter).
+    t.string(
+        "backend",
+        results
+            .iter()
+            .map(|r| {
+                r.as_ref()
+                    .map(|r| r.backend)
+                    .unwrap_or(backend)
+                    .label()
+                    .to_string()
+            })
+            .collect(),
+    );
     t.string("scheme", vec![scheme.to_string(); points.len()]);
     t.f64(
         "step",

@@ -34,15 +34,29 @@ pub struct Work<'a> {
 }
 
 /// Default chunk size: a few seconds of work per part file on the CPU, the thread
-/// count on the slow reference, large for accelerators.
-pub fn default_batch(backend: Backend) -> usize {
+/// count on the slow reference; on a GPU as many instances as the device holds for
+/// every shape in `points` (capped at 16384, or 256 on a software adapter, so that
+/// progress and resume keep a useful granularity).
+pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
     let threads = rayon::current_num_threads().max(1);
+    if backend == Backend::Gpu {
+        if let (Ok(engine), Ok(ctx)) = (crate::gpu::shared_engine(), crate::gpu::shared_context()) {
+            let cap = if ctx.adapter.device_type == "Cpu" {
+                256
+            } else {
+                16384
+            };
+            return points
+                .iter()
+                .map(|p| engine.max_batch(p.cfg.params.n_legs, p.cfg.params.n_nodes))
+                .fold(cap, usize::min)
+                .max(1);
+        }
+    }
     if backend == Backend::Reference {
         threads
-    } else if backend == Backend::Cpu {
-        (32 * threads).clamp(32, 512)
     } else {
-        4096
+        (32 * threads).clamp(32, 512)
     }
 }
 
@@ -130,8 +144,11 @@ pub fn run(
             .filter(|r| !r.as_ref().is_ok_and(|r| r.metrics.status.is_ok()))
             .count();
         let batch = dataset::chunk_batch(chunk, &results, opts.backend, &scheme)?;
-        let meta =
-            dataset::part_metadata(spec, opts.backend, opts.shard, t0.elapsed().as_secs_f64());
+        let used = results
+            .iter()
+            .find_map(|r| r.as_ref().ok().map(|r| r.backend))
+            .unwrap_or(opts.backend);
+        let meta = dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
         let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
         write_atomic(&path, &batch, &meta)?;
         s.points_run += chunk.len();
