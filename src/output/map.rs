@@ -139,7 +139,12 @@ impl MapAxis {
         if !self.categories.is_empty() {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < self.categories.len() {
-                return self.categories[i as usize].clone();
+                let c = &self.categories[i as usize];
+                // Masks "1,0,1,..." read better as "101...".
+                if c.len() > 1 && c.split(',').all(|b| b == "0" || b == "1") {
+                    return c.replace(',', "");
+                }
+                return c.clone();
             }
             return String::new();
         }
@@ -438,7 +443,14 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
             .caption(caption, ("sans-serif", 24))
             .margin(14)
             .x_label_area_size(55)
-            .y_label_area_size(80)
+            .y_label_area_size(
+                (ya.categories
+                    .iter()
+                    .map(|c| 9 * c.len() as u32 + 24)
+                    .max()
+                    .unwrap_or(0))
+                .clamp(80, 260),
+            )
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|x| e(&x))?;
         let xf = |v: &f64| xa.label(*v);
