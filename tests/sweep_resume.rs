@@ -131,6 +131,14 @@ fn shards_write_one_dataset() {
     let mut ids = ds.point_ids();
     ids.sort_unstable();
     assert_eq!(ids, (0..24).collect::<Vec<u64>>());
+    // A resuming shard leaves other shards' in-flight temporaries alone.
+    let busy = dir.join("shard=0/.part-000000099.parquet.tmp-1");
+    std::fs::write(&busy, b"being written").unwrap();
+    let mut o = opts(&dir, 8);
+    o.shard = Shard::new(1, 3).unwrap();
+    o.resume = true;
+    assert_eq!(run_all(&spec, &o).points_run, 0);
+    assert!(busy.exists());
     for k in 0..3 {
         assert!(dir.join(format!("shard={k}")).is_dir());
     }

@@ -209,7 +209,8 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), OutputError> {
     Ok(())
 }
 
-/// Remove temporaries left by a killed writer (hidden `.part-*.tmp-*` files).
+/// Remove temporaries left by a killed writer (hidden `.part-*.tmp-*` files) under
+/// `dir`; call it on a shard's own directory, never on one another process writes to.
 pub fn remove_stale_temporaries(dir: &Path) -> Result<usize, OutputError> {
     let mut stale = Vec::new();
     if dir.is_dir() {

@@ -92,7 +92,9 @@ pub fn work<'a>(
         done = ids;
     }
     if opts.resume {
-        dataset::remove_stale_temporaries(&opts.out)?;
+        // Only this shard's directory: other shards may be writing into theirs right now
+        // (a job array resumes all its tasks at once).
+        dataset::remove_stale_temporaries(&opts.out.join(format!("shard={}", opts.shard.index)))?;
     }
     let shard_points = mine.len();
     let pending: Vec<&PlannedPoint> = mine
