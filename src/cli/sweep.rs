@@ -179,9 +179,15 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     };
     bar.set_style(
         ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points | {per_sec} | eta {eta}",
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points | {rate} | eta {eta}",
         )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key(
+            "rate",
+            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.2} points/s", s.per_sec());
+            },
+        ),
     );
     bar.tick();
     let summary = run::run(&spec, &work.pending, &opts, |done| {
