@@ -45,8 +45,8 @@ fn env_usize(key: &str) -> Option<usize> {
 
 fn main() {
     // `cargo bench` passes --bench; nothing else to parse.
-    let engines = std::env::var("METACHRON_BENCH_ENGINES")
-        .unwrap_or_else(|_| "reference,cpu,gpu".into());
+    let engines =
+        std::env::var("METACHRON_BENCH_ENGINES").unwrap_or_else(|_| "reference,cpu,gpu".into());
     let max_batch = env_usize("METACHRON_BENCH_MAX_BATCH").unwrap_or(16384);
     let sizes: Vec<usize> = [1usize, 16, 256, 1024, 4096, 16384]
         .into_iter()
@@ -84,12 +84,22 @@ fn main() {
         match GpuContext::new(&GpuOptions::from_env().unwrap_or_default()) {
             Err(e) => eprintln!("gpu: skipped ({e})"),
             Ok(ctx) => {
-                adapter = format!("{} ({}, {})", ctx.adapter.name, ctx.adapter.device_type, ctx.precision.label());
+                adapter = format!(
+                    "{} ({}, {})",
+                    ctx.adapter.name,
+                    ctx.adapter.device_type,
+                    ctx.precision.label()
+                );
                 let software = ctx.adapter.device_type == "Cpu";
-                let gpu_max = env_usize("METACHRON_BENCH_GPU_MAX_BATCH")
-                    .unwrap_or(if software { 256 } else { 16384 });
+                let gpu_max = env_usize("METACHRON_BENCH_GPU_MAX_BATCH").unwrap_or(if software {
+                    256
+                } else {
+                    16384
+                });
                 let engine = GpuEngine::new(&ctx);
-                engine.run(&batch(1, 0.01)).expect("gpu warm-up (pipeline build)");
+                engine
+                    .run(&batch(1, 0.01))
+                    .expect("gpu warm-up (pipeline build)");
                 for &n in sizes.iter().filter(|&&n| n <= gpu_max) {
                     let t = horizon(n);
                     let cfgs = batch(n, t);
@@ -106,10 +116,16 @@ fn main() {
         .map(|r| r.3)
         .fold(f64::NAN, f64::max);
     println!("\nGPU adapter: {adapter}\n");
-    println!("| engine | batch | s simulated per robot | wall | robot-s / s | × reference (best) |");
+    println!(
+        "| engine | batch | s simulated per robot | wall | robot-s / s | × reference (best) |"
+    );
     println!("|---|---|---|---|---|---|");
     for (label, n, wall, rate) in &rows {
-        let t = if label == "reference" { 1.0 } else { horizon(*n) };
+        let t = if label == "reference" {
+            1.0
+        } else {
+            horizon(*n)
+        };
         println!(
             "| {label} | {n} | {t} | {wall:.3} s | {rate:.3} | {:.1} |",
             rate / best_ref

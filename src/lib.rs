@@ -14,11 +14,11 @@ pub use params::Params;
 /// Version written into every output file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod batch;
+pub mod gpu;
 pub mod integrate;
 pub mod metrics;
 pub mod output;
 pub mod reference;
 pub mod sample;
 pub mod simulate;
-pub mod gpu;
 pub mod sweep;

@@ -24,7 +24,14 @@ fn simulate_on_the_gpu_reports_the_adapter_and_the_metrics() {
         return;
     };
     let (code, out, err) = metachron(
-        &["simulate", "--backend", "gpu", "--set", "t_final=0.2", "--quiet"],
+        &[
+            "simulate",
+            "--backend",
+            "gpu",
+            "--set",
+            "t_final=0.2",
+            "--quiet",
+        ],
         &[],
     );
     assert_eq!(code, 0, "{out}\n{err}");
@@ -35,13 +42,23 @@ fn simulate_on_the_gpu_reports_the_adapter_and_the_metrics() {
     assert!(out.contains("status ok"), "{out}");
     let (code, out, _) = metachron(&["devices"], &[]);
     assert_eq!(code, 0);
-    assert!(out.contains(&ctx.adapter.name) && out.contains("SHADER_F64"), "{out}");
+    assert!(
+        out.contains(&ctx.adapter.name) && out.contains("SHADER_F64"),
+        "{out}"
+    );
 }
 
 #[test]
 fn without_a_usable_adapter_gpu_falls_back_to_the_cpu_batch_with_a_notice() {
     let (code, out, err) = metachron(
-        &["simulate", "--backend", "gpu", "--set", "t_final=0.2", "--quiet"],
+        &[
+            "simulate",
+            "--backend",
+            "gpu",
+            "--set",
+            "t_final=0.2",
+            "--quiet",
+        ],
         &[("METACHRON_ADAPTER", "no-such-adapter-xyz")],
     );
     assert_eq!(code, 0, "{out}\n{err}");
@@ -66,6 +83,9 @@ fn gpu_refuses_time_series_outputs_with_a_clear_error() {
         &[],
     );
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--out") && err.contains("--backend cpu"), "{err}");
+    assert!(
+        err.contains("--out") && err.contains("--backend cpu"),
+        "{err}"
+    );
     assert!(!path.exists());
 }
