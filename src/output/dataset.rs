@@ -177,6 +177,15 @@ pub fn chunk_batch(
 
 /// Every visible `*.parquet` file under `dir` (recursively), sorted.
 pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
+    let mut out = files_named(dir, |name| {
+        !name.starts_with('.') && name.ends_with(".parquet")
+    })?;
+    out.sort();
+    Ok(out)
+}
+
+/// Files under `dir` (recursively; none when it does not exist) whose name passes `keep`.
+fn files_named(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>, OutputError> {
     let mut out = Vec::new();
     if dir.is_dir() {
         walk(dir, &mut |p| {
@@ -184,12 +193,11 @@ pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default();
-            if !name.starts_with('.') && name.ends_with(".parquet") {
+            if keep(&name) {
                 out.push(p.to_path_buf());
             }
         })?;
     }
-    out.sort();
     Ok(out)
 }
 
@@ -212,18 +220,9 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), OutputError> {
 /// Remove temporaries left by a killed writer (hidden `.part-*.tmp-*` files) under
 /// `dir`; call it on a shard's own directory, never on one another process writes to.
 pub fn remove_stale_temporaries(dir: &Path) -> Result<usize, OutputError> {
-    let mut stale = Vec::new();
-    if dir.is_dir() {
-        walk(dir, &mut |p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            if name.starts_with(".part-") && name.contains(".parquet.tmp-") {
-                stale.push(p.to_path_buf());
-            }
-        })?;
-    }
+    let stale = files_named(dir, |name| {
+        name.starts_with(".part-") && name.contains(".parquet.tmp-")
+    })?;
     for p in &stale {
         std::fs::remove_file(p).map_err(|source| OutputError::Io {
             path: p.display().to_string(),
