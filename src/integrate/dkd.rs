@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::SettingsError;
 use crate::model::hermite::Dense;
+use crate::model::robot::basal_gradient;
 use crate::model::Robot;
 use crate::params::{MAX_LEGS, MAX_NODES};
 use crate::sample::{state_is_sane, Sample, Status};
@@ -150,19 +151,16 @@ pub fn kick_leg(
     let m = 2 * robot.n_nodes;
     let l = 2 * m;
     let h = k.h;
-    let (mut gq, mut tmp, mut r, mut z) = ([0.0; L], [0.0; L], [0.0; L], [0.0; L]);
+    let (mut tmp, mut r, mut z) = ([0.0; L], [0.0; L], [0.0; L]);
     let (mut w, mut mv) = ([[0.0; L]; 3], [0.0; L]);
     // Constraint quantities at the midpoint.
-    robot.fe.geometric.mul(&q[..m], &mut gq[..m]);
-    robot.fe.geometric.mul(&q[m..l], &mut gq[m..l]);
+    let ct = robot.constraint_terms(q, v);
     let mut j = [0.0; L];
-    for (ji, g) in j[..l].iter_mut().zip(&gq[..l]) {
+    for (ji, g) in j[..l].iter_mut().zip(&ct.gq[..l]) {
         *ji = 2.0 * g;
     }
     let j = &j[..l];
-    let v_res = q[..l].iter().zip(&gq[..l]).map(|(a, b)| a * b).sum::<f64>() - p.leg_length;
-    let s = robot.fe.geometric.quad(&v[..m]) + robot.fe.geometric.quad(&v[m..l]);
-    let jv: f64 = j.iter().zip(&v[..l]).map(|(a, b)| a * b).sum();
+    let (v_res, s, jv) = (ct.residual, ct.vgv, ct.jv);
     // The drift-consistency ("dc") term: the drift adds h²vᵀGv to V every step.
     let pen = p.lambda * (2.0 * s + p.eta * p.eta * v_res) + 2.0 * p.lambda * p.eta * p.mu * h * s;
     // Explicit force F_exp.
@@ -184,9 +182,7 @@ pub fn kick_leg(
     }
     r[ix.a(0)] += base_force[0];
     r[ix.c(0)] += base_force[1];
-    let (b1, d1) = (q[ix.b(0)], q[ix.d(0)]);
-    let r2 = b1 * b1 + d1 * d1;
-    let (gb, gd) = (-d1 / r2, b1 / r2);
+    let [gb, gd] = basal_gradient(q[ix.b(0)], q[ix.d(0)]);
     let actuated = p.actuated[leg] && p.k_p > 0.0;
     let omega = p.leg_omega(leg);
     if actuated {

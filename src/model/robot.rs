@@ -51,6 +51,25 @@ impl Energy {
     }
 }
 
+/// The inextensibility constraint of one leg at (q, v) (MODEL.md, Bayo's penalty):
+/// G q per component block, the residual V = qᵀGq − ℓ, vᵀGv and Jᵀv with J = 2Gq.
+/// Shared by the reference's accelerations and the fixed-step kick.
+#[derive(Debug, Clone, Copy)]
+pub struct ConstraintTerms {
+    pub gq: [f64; 4 * MAX_NODES],
+    pub residual: f64,
+    pub vgv: f64,
+    pub jv: f64,
+}
+
+/// ∂ψ/∂(b₁, d₁) of the basal angle ψ = atan2(d₁, b₁): (−d₁, b₁)/(b₁² + d₁²). The servo's
+/// generalised force is M0 times this, and ψ̇ its dot product with (ḃ₁, ḋ₁).
+#[inline]
+pub fn basal_gradient(b1: f64, d1: f64) -> [f64; 2] {
+    let r2 = b1 * b1 + d1 * d1;
+    [-d1 / r2, b1 / r2]
+}
+
 /// Per-leg quantities the acceleration needs besides q and v.
 #[derive(Debug, Clone, Copy)]
 pub struct LegInputs {
@@ -175,6 +194,25 @@ impl Robot {
         )
     }
 
+    /// The constraint terms of one leg (`q`, `v`: that leg's unknowns).
+    pub fn constraint_terms(&self, q: &[f64], v: &[f64]) -> ConstraintTerms {
+        let m = 2 * self.n_nodes;
+        let l = 2 * m;
+        let mut gq = [0.0; 4 * MAX_NODES];
+        self.fe.geometric.mul(&q[..m], &mut gq[..m]);
+        self.fe.geometric.mul(&q[m..l], &mut gq[m..l]);
+        let residual =
+            q[..l].iter().zip(&gq[..l]).map(|(a, b)| a * b).sum::<f64>() - self.p.leg_length;
+        let jv = 2.0 * v[..l].iter().zip(&gq[..l]).map(|(a, b)| a * b).sum::<f64>();
+        let vgv = self.fe.geometric.quad(&v[..m]) + self.fe.geometric.quad(&v[m..l]);
+        ConstraintTerms {
+            gq,
+            residual,
+            vgv,
+            jv,
+        }
+    }
+
     /// Leg acceleration from (35) with Bayo's penalty, solved by Sherman–Morrison.
     /// Returns the actuation power |M0 ψ̇| of this leg.
     pub fn leg_acceleration(&self, q: &[f64], v: &[f64], inp: LegInputs, acc: &mut [f64]) -> f64 {
@@ -192,11 +230,9 @@ impl Robot {
             &mut w_buf[..2 * m],
         );
         // J = 2 G q and the constraint quantities.
-        self.fe.geometric.mul(&q[..m], &mut gq[..m]);
-        self.fe.geometric.mul(&q[m..], &mut gq[m..]);
-        let v_res: f64 = q.iter().zip(gq.iter()).map(|(a, b)| a * b).sum::<f64>() - p.leg_length;
-        let jv: f64 = 2.0 * v.iter().zip(gq.iter()).map(|(a, b)| a * b).sum::<f64>();
-        let s = self.fe.geometric.quad(&v[..m]) + self.fe.geometric.quad(&v[m..]);
+        let ct = self.constraint_terms(q, v);
+        gq.copy_from_slice(&ct.gq[..2 * m]);
+        let (v_res, jv, s) = (ct.residual, ct.jv, ct.vgv);
         let pen = p.lambda * (2.0 * s + 2.0 * p.eta * p.mu * jv + p.eta * p.eta * v_res);
         for c in 0..2 {
             let r = c * m..(c + 1) * m;
@@ -221,14 +257,13 @@ impl Robot {
         f[ix.a(0)] += inp.base_force[0];
         f[ix.c(0)] += inp.base_force[1];
         // Basal servo (16) with generalised force M0 ∂ψ/∂q.
-        let (b1, d1) = (q[ix.b(0)], q[ix.d(0)]);
-        let r2 = b1 * b1 + d1 * d1;
-        let psi_dot = (b1 * v[ix.d(0)] - d1 * v[ix.b(0)]) / r2;
+        let [gb, gd] = basal_gradient(q[ix.b(0)], q[ix.d(0)]);
+        let psi_dot = gb * v[ix.b(0)] + gd * v[ix.d(0)];
         let mut power = 0.0;
         if inp.actuated {
             let m0 = p.k_p * (-inp.omega - psi_dot);
-            f[ix.b(0)] -= m0 * d1 / r2;
-            f[ix.d(0)] += m0 * b1 / r2;
+            f[ix.b(0)] += m0 * gb;
+            f[ix.d(0)] += m0 * gd;
             power = (m0 * psi_dot).abs();
         }
         // Tip contact (17), only while the tip is at or beyond the terrain.
