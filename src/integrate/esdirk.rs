@@ -140,13 +140,13 @@ pub fn acceleration_jacobian(robot: &Robot, q: &[f64], v: &[f64]) -> (Vec<f64>, 
     (jq, jv)
 }
 
-/// Weighted RMS norm of e with weights atol + rtol·|y|.
-fn wrms(e: &[f64], y: &[f64], rtol: f64, atol: f64) -> f64 {
+/// Weighted RMS norm of e with weights atol + rtol·max(|y0|, |y1|) (no scale vector).
+fn wrms(e: &[f64], y0: &[f64], y1: &[f64], rtol: f64, atol: f64) -> f64 {
     let s: f64 = e
         .iter()
-        .zip(y)
-        .map(|(e, y)| {
-            let w = e / (atol + rtol * y.abs());
+        .zip(y0.iter().zip(y1))
+        .map(|(e, (a, b))| {
+            let w = e / (atol + rtol * a.abs().max(b.abs()));
             w * w
         })
         .sum();
@@ -283,7 +283,7 @@ pub fn integrate(
                 for k in 0..nq {
                     vi[k] += res[k];
                 }
-                let norm = wrms(&res, vi, rtol, atol);
+                let norm = wrms(&res, vi, vi, rtol, atol);
                 if it == 0 {
                     if norm < 1e-3 * KAPPA {
                         converged = true;
@@ -350,18 +350,8 @@ pub fn integrate(
         for (e, r) in err_q.iter_mut().zip(&res) {
             *e += hg * r;
         }
-        let scale_q: Vec<f64> = q
-            .iter()
-            .zip(&q_new)
-            .map(|(a, b)| a.abs().max(b.abs()))
-            .collect();
-        let scale_v: Vec<f64> = v
-            .iter()
-            .zip(&v_new)
-            .map(|(a, b)| a.abs().max(b.abs()))
-            .collect();
-        let eq = wrms(&err_q, &scale_q, rtol, atol);
-        let ev = wrms(&err_v, &scale_v, rtol, atol);
+        let eq = wrms(&err_q, &q, &q_new, rtol, atol);
+        let ev = wrms(&err_v, &v, &v_new, rtol, atol);
         let err = ((eq * eq + ev * ev) / 2.0).sqrt();
         let err_ok = err.is_finite() && err <= 1.0;
         // PI step-size controller (Gustafsson), exponents for an order-2 estimate.
