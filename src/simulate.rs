@@ -166,9 +166,9 @@ pub fn run_point(
     on_progress: impl FnMut(f64),
 ) -> Result<PointResult, SolverError> {
     if backend == Backend::Gpu {
-        // The device keeps no time series: one instance, metrics only.
-        let engine = crate::gpu::shared_engine().map_err(SolverError::Gpu)?;
-        return crate::gpu::run_gpu_batch(engine, std::slice::from_ref(cfg))
+        // A batch of one through the batch entry (same CPU fallback without an adapter);
+        // the device keeps no time series and reports no progress.
+        return crate::batch::run_batch(std::slice::from_ref(cfg), Backend::Gpu)
             .pop()
             .unwrap_or_else(|| Err(SolverError::Gpu("no result".into())));
     }
@@ -198,7 +198,8 @@ pub fn run_point(
             )?;
             (run.status, run.stats)
         }
-        Backend::Cpu | Backend::Gpu => {
+        Backend::Gpu => unreachable!("gpu runs returned above"),
+        Backend::Cpu => {
             let (status, st) = dkd::integrate(
                 &robot,
                 &cfg.fixed_step,

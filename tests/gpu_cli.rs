@@ -4,6 +4,16 @@ mod common;
 
 use std::process::Command;
 
+/// A short paper run on the gpu backend.
+const GPU_RUN: &[&str] = &[
+    "simulate",
+    "--backend",
+    "gpu",
+    "--set",
+    "t_final=0.2",
+    "--quiet",
+];
+
 fn metachron(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_metachron"));
     cmd.args(args);
@@ -23,17 +33,7 @@ fn simulate_on_the_gpu_reports_the_adapter_and_the_metrics() {
     let Some(ctx) = common::gpu::gpu_context("simulate_on_the_gpu") else {
         return;
     };
-    let (code, out, err) = metachron(
-        &[
-            "simulate",
-            "--backend",
-            "gpu",
-            "--set",
-            "t_final=0.2",
-            "--quiet",
-        ],
-        &[],
-    );
+    let (code, out, err) = metachron(GPU_RUN, &[]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(
         out.contains(&format!("backend gpu ({}", ctx.adapter.name)),
@@ -50,17 +50,7 @@ fn simulate_on_the_gpu_reports_the_adapter_and_the_metrics() {
 
 #[test]
 fn without_a_usable_adapter_gpu_falls_back_to_the_cpu_batch_with_a_notice() {
-    let (code, out, err) = metachron(
-        &[
-            "simulate",
-            "--backend",
-            "gpu",
-            "--set",
-            "t_final=0.2",
-            "--quiet",
-        ],
-        &[("METACHRON_ADAPTER", "no-such-adapter-xyz")],
-    );
+    let (code, out, err) = metachron(GPU_RUN, &[("METACHRON_ADAPTER", "no-such-adapter-xyz")]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("GPU backend unavailable"), "{err}");
     assert!(out.contains("backend cpu"), "{out}");

@@ -7,7 +7,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use metachron::batch::run_batch;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::{parquet, plots};
@@ -169,22 +168,17 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     );
     let keep = plan.out.is_some() || plan.snapshots.is_some();
     let mut shown = 0u64;
-    let result = if plan.backend == Backend::Gpu {
-        // The device reports no progress; a batch of one (CPU fallback without adapter).
+    if plan.backend == Backend::Gpu {
         bar.set_message("(on the device)");
-        run_batch(std::slice::from_ref(cfg), Backend::Gpu)
-            .pop()
-            .context("no result")??
-    } else {
-        run_point(cfg, plan.backend, keep, |t| {
-            let pos = (t * 100.0) as u64;
-            if pos > shown {
-                shown = pos;
-                bar.set_position(pos);
-                bar.set_message(format!("{t:.2}"));
-            }
-        })?
-    };
+    }
+    let result = run_point(cfg, plan.backend, keep, |t| {
+        let pos = (t * 100.0) as u64;
+        if pos > shown {
+            shown = pos;
+            bar.set_position(pos);
+            bar.set_message(format!("{t:.2}"));
+        }
+    })?;
     bar.finish_and_clear();
 
     print_summary(&plan, &result);
