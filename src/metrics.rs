@@ -75,6 +75,14 @@ impl MetricsSettings {
         (k as f64 * self.dt_out).min(t_final)
     }
 
+    /// First sample inside the evaluation window (`sample_count + 1` when none is).
+    pub fn window_first_sample(&self, t_final: f64) -> usize {
+        let n = self.sample_count(t_final);
+        (0..=n)
+            .find(|&k| in_window(self.sample_time(k, t_final), self.window_start(t_final)))
+            .unwrap_or(n + 1)
+    }
+
     pub fn validate(&self, t_final: f64) -> Result<(), SettingsError> {
         let bad = |field: &str, value: f64, allowed: &str| {
             Err(SettingsError::OutOfRange {
@@ -192,6 +200,12 @@ impl Metrics {
 }
 
 /// Wrap an angle into (−π, π].
+/// Whether a sample at `t` belongs to a window starting at `start` (with a tolerance,
+/// so that a window starting on a sample time includes it).
+pub fn in_window(t: f64, start: f64) -> bool {
+    t + 1e-9 >= start
+}
+
 pub fn wrap(x: f64) -> f64 {
     let y = x.rem_euclid(2.0 * PI);
     if y > PI {
@@ -287,8 +301,7 @@ impl MetricsAccumulator {
         }
         self.max_inext = s.inext.iter().fold(self.max_inext, |m, &x| m.max(x));
         self.last = Some((s.t, s.body[1], s.work));
-        // Tolerance so that a window starting on a sample time includes it.
-        if s.t + 1e-9 < self.window_start {
+        if !in_window(s.t, self.window_start) {
             return;
         }
         if self.win_start.is_none() {
@@ -377,12 +390,12 @@ impl MetricsAccumulator {
             Status::Ok => Class::Synchronous,
         };
         // A window without samples (a run that failed early) has no window metrics.
-        let in_window = |x: f64| if self.win_count == 0 { nan } else { x };
+        let windowed = |x: f64| if self.win_count == 0 { nan } else { x };
         Metrics {
-            lag_order: in_window(lag_order),
-            mean_lag: in_window(mean_lag),
-            min_plv: in_window(min_plv),
-            lag_spread: in_window(lag_spread),
+            lag_order: windowed(lag_order),
+            mean_lag: windowed(mean_lag),
+            min_plv: windowed(min_plv),
+            lag_spread: windowed(lag_spread),
             kuramoto_r: self.kuramoto_sum / cnt,
             mean_frequency: leg_frequency.iter().sum::<f64>() / n as f64,
             displacement,
@@ -393,7 +406,7 @@ impl MetricsAccumulator {
             max_inextensibility: self.max_inext,
             status,
             class,
-            pair_lag: pair_lag.into_iter().map(in_window).collect(),
+            pair_lag: pair_lag.into_iter().map(windowed).collect(),
             pair_plv,
             leg_frequency,
         }

@@ -203,7 +203,7 @@ pub fn run_point(
             let (status, st) = dkd::integrate(
                 &robot,
                 &cfg.fixed_step,
-                cfg.metrics.dt_out,
+                &cfg.metrics,
                 &mut on_sample,
                 &mut on_progress,
             );

@@ -18,6 +18,7 @@ use super::shader::{self, ENTRY_POINT};
 use super::{GpuError, Precision};
 use crate::error::SolverError;
 use crate::integrate::dkd::KickConstants;
+use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::{MetricsAccumulator, Tally};
 use crate::model::Robot;
 use crate::reference::SolverStats;
@@ -49,17 +50,7 @@ pub struct GpuEngine<'a> {
 
 fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> InstancePlan {
     let p = &cfg.params;
-    let dt = cfg.metrics.dt_out;
-    // As in `dkd::integrate`: samples at k·dt (the last at t_final), whole steps each.
-    let n_samples = (p.t_final / dt - 1e-9).ceil() as usize;
-    let per_sample = (dt / h).round() as u32;
-    let steps_last = ((p.t_final - (n_samples - 1) as f64 * dt) / h)
-        .round()
-        .max(1.0) as u32;
-    let ws = cfg.metrics.window_start(p.t_final);
-    let window_first = (0..=n_samples)
-        .find(|&k| cfg.metrics.sample_time(k, p.t_final) + 1e-9 >= ws)
-        .unwrap_or(n_samples + 1) as u32;
+    let sched = SampleSchedule::new(&cfg.metrics, p.t_final, h);
     let b = &robot.body;
     let n = p.n_legs;
     let params = InstanceParams {
@@ -99,10 +90,10 @@ fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> Ins
         params,
         ints: InstanceInts {
             matrix_set,
-            steps_per_sample: per_sample,
-            steps_last,
-            n_samples: n_samples as u32,
-            window_first,
+            steps_per_sample: sched.steps_per_sample as u32,
+            steps_last: sched.steps_last as u32,
+            n_samples: sched.n_samples as u32,
+            window_first: sched.window_first as u32,
         },
         legs,
         h,

@@ -11,6 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::SettingsError;
+use crate::integrate::schedule::SampleSchedule;
+use crate::metrics::MetricsSettings;
 use crate::model::hermite::Dense;
 use crate::model::robot::basal_gradient;
 use crate::model::Robot;
@@ -351,30 +353,24 @@ pub fn step(robot: &Robot, k: &KickConstants, q: &mut [f64], v: &mut [f64]) -> f
     power
 }
 
-/// Integrate with DKD-dc, emitting samples every `dt_out` (a whole number of steps).
+/// Integrate with DKD-dc, emitting the samples of the run's [`SampleSchedule`].
 pub fn integrate(
     robot: &Robot,
     settings: &DkdSettings,
-    dt_out: f64,
+    metrics: &MetricsSettings,
     on_sample: &mut dyn FnMut(&Sample),
     on_progress: &mut dyn FnMut(f64),
 ) -> (Status, DkdStats) {
-    let t_final = robot.p.t_final;
-    let h = settings.step_for(robot, dt_out);
-    let per_sample = (dt_out / h).round() as usize;
+    let h = settings.step_for(robot, metrics.dt_out);
+    let sched = SampleSchedule::new(metrics, robot.p.t_final, h);
     let k = KickConstants::new(robot, h, settings.theta);
     let (mut q, mut v) = robot.initial_state();
     let mut work = 0.0;
     on_sample(&Sample::from_state(robot, 0.0, &q, 0.0));
-    let n_samples = (t_final / dt_out - 1e-9).ceil() as usize;
     let mut stats = DkdStats { steps: 0, h };
-    for s in 1..=n_samples {
-        let t_s = (s as f64 * dt_out).min(t_final);
-        let steps = if s == n_samples {
-            ((t_final - (s - 1) as f64 * dt_out) / h).round().max(1.0) as usize
-        } else {
-            per_sample
-        };
+    for s in 1..=sched.n_samples {
+        let t_s = sched.time(s);
+        let steps = sched.steps_in(s);
         for _ in 0..steps {
             work += h * step(robot, &k, &mut q, &mut v);
             stats.steps += 1;

@@ -1,0 +1,104 @@
+//! The sample schedule of a fixed-step run, stated once: which step ends which output
+//! sample, and where the evaluation window begins. The CPU lane kernel, the GPU host
+//! and the metrics all read it from here.
+
+use crate::metrics::MetricsSettings;
+
+/// Output samples k = 0..=`n_samples` at `time(k)`; sample k ends after `steps_to(k)`
+/// steps of `h`. Every interval has `steps_per_sample` steps except the last, which
+/// ends exactly at t_final.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleSchedule {
+    pub h: f64,
+    pub dt_out: f64,
+    pub t_final: f64,
+    /// Output intervals (samples after the initial one).
+    pub n_samples: usize,
+    pub steps_per_sample: usize,
+    pub steps_last: usize,
+    /// First sample inside the evaluation window (`n_samples + 1` when none is).
+    pub window_first: usize,
+}
+
+impl SampleSchedule {
+    /// The schedule of a run of `t_final` with step `h` (from `DkdSettings::step_for`,
+    /// which makes dt_out a whole number of steps).
+    pub fn new(metrics: &MetricsSettings, t_final: f64, h: f64) -> SampleSchedule {
+        let dt_out = metrics.dt_out;
+        let n_samples = metrics.sample_count(t_final);
+        let steps_per_sample = (dt_out / h).round().max(1.0) as usize;
+        let steps_last = ((t_final - (n_samples - 1) as f64 * dt_out) / h)
+            .round()
+            .max(1.0) as usize;
+        SampleSchedule {
+            h,
+            dt_out,
+            t_final,
+            n_samples,
+            steps_per_sample,
+            steps_last,
+            window_first: metrics.window_first_sample(t_final),
+        }
+    }
+
+    /// Time of sample k.
+    pub fn time(&self, k: usize) -> f64 {
+        (k as f64 * self.dt_out).min(self.t_final)
+    }
+
+    /// Steps from sample k − 1 to sample k (k ≥ 1).
+    pub fn steps_in(&self, k: usize) -> usize {
+        if k == self.n_samples {
+            self.steps_last
+        } else {
+            self.steps_per_sample
+        }
+    }
+
+    /// Steps from the start to sample k.
+    pub fn steps_to(&self, k: usize) -> usize {
+        if k == 0 {
+            0
+        } else {
+            (k - 1) * self.steps_per_sample + self.steps_in(k)
+        }
+    }
+
+    /// Steps of the whole run.
+    pub fn total_steps(&self) -> usize {
+        self.steps_to(self.n_samples)
+    }
+
+    /// The last sample reached after `steps` steps.
+    pub fn sample_at(&self, steps: usize) -> usize {
+        if steps >= self.total_steps() {
+            self.n_samples
+        } else {
+            steps / self.steps_per_sample
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_interval_ends_at_t_final() {
+        let m = MetricsSettings {
+            dt_out: 0.01,
+            ..MetricsSettings::default()
+        };
+        // 0.105 s: 11 intervals, the last one half as long.
+        let s = SampleSchedule::new(&m, 0.105, 0.001);
+        assert_eq!(s.n_samples, 11);
+        assert_eq!(s.steps_per_sample, 10);
+        assert_eq!(s.steps_last, 5);
+        assert_eq!(s.total_steps(), 105);
+        assert!((s.time(11) - 0.105).abs() < 1e-15);
+        assert_eq!(s.sample_at(104), 10);
+        assert_eq!(s.sample_at(105), 11);
+        // Window: second half, t ≥ 0.0525 → first sample 6 (t = 0.06).
+        assert_eq!(s.window_first, 6);
+    }
+}
