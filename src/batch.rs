@@ -22,9 +22,13 @@ pub fn run_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult
 }
 
 fn run_cpu_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult, SolverError>> {
-    cfgs.par_iter()
-        .map(|cfg| run_point(cfg, backend, false, |_| {}))
-        .collect()
+    match backend {
+        Backend::Cpu => crate::cpu_engine::run_batch(cfgs),
+        _ => cfgs
+            .par_iter()
+            .map(|cfg| run_point(cfg, backend, false, |_| {}))
+            .collect(),
+    }
 }
 
 fn warn_gpu_fallback(reason: &str) {

@@ -14,6 +14,8 @@ pub use params::Params;
 /// Version written into every output file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub mod batch;
+pub mod bench;
+pub mod cpu_engine;
 pub mod gpu;
 pub mod integrate;
 pub mod metrics;

@@ -4,4 +4,5 @@
 pub mod bordered_band;
 pub mod dkd;
 pub mod esdirk;
+pub mod lanes;
 pub mod schedule;

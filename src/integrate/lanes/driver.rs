@@ -1,0 +1,112 @@
+//! Running a block of up to W robots to their ends: every lane follows its own
+//! [`SampleSchedule`] (lanes may have different steps), the block steps in lockstep
+//! until the next lane's sample is due, and each lane's samples go to the caller.
+//! A diverged lane is flagged and parked on a finite state; the others go on.
+
+use super::isa::Isa;
+use super::kernel::{BlockState, Scratch};
+use super::model::BlockModel;
+use super::simd::L;
+use crate::integrate::schedule::SampleSchedule;
+use crate::model::Robot;
+use crate::sample::{state_is_sane, Sample, Status};
+
+/// One lane's robot, schedule and kick implicitness θ.
+#[derive(Debug, Clone, Copy)]
+pub struct LaneJob<'a> {
+    pub robot: &'a Robot,
+    pub schedule: SampleSchedule,
+    pub theta: f64,
+}
+
+/// How a lane's run ended and the steps it took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LaneEnd {
+    pub status: Status,
+    pub steps: usize,
+}
+
+/// Run `jobs` (at most W, all of one shape) as one block on `isa`. `on_sample(lane,
+/// sample)` receives every lane's samples in time order (sample 0 first);
+/// `on_progress` the simulated time of lane 0.
+pub fn run_block<const W: usize>(
+    isa: Isa,
+    jobs: &[LaneJob],
+    on_sample: &mut dyn FnMut(usize, &Sample),
+    on_progress: &mut dyn FnMut(f64),
+) -> Vec<LaneEnd> {
+    let robots: Vec<&Robot> = jobs.iter().map(|j| j.robot).collect();
+    let h: Vec<f64> = jobs.iter().map(|j| j.schedule.h).collect();
+    let theta: Vec<f64> = jobs.iter().map(|j| j.theta).collect();
+    let model = BlockModel::<W>::new(&robots, &h, &theta);
+    let initial: Vec<Vec<f64>> = robots.iter().map(|r| r.initial_state().0).collect();
+    let nq = initial[0].len();
+    let lane = |j: usize| j.min(jobs.len() - 1);
+    let mut st = BlockState::<W> {
+        q: (0..nq)
+            .map(|k| L(std::array::from_fn(|j| initial[lane(j)][k])))
+            .collect(),
+        v: vec![L::zero(); nq],
+        work: L::zero(),
+    };
+    let mut scratch = Scratch::<W>::new(model.n_legs);
+    let mut ends: Vec<Option<LaneEnd>> = vec![None; jobs.len()];
+    let mut next = vec![1usize; jobs.len()];
+    for (j, job) in jobs.iter().enumerate() {
+        on_sample(j, &Sample::from_state(job.robot, 0.0, &initial[j], 0.0));
+    }
+    let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nq]);
+    let mut done = 0;
+    while let Some(target) = (0..jobs.len())
+        .filter(|&j| ends[j].is_none())
+        .map(|j| jobs[j].schedule.steps_to(next[j]))
+        .min()
+    {
+        isa.advance(&model, &mut st, &mut scratch, target - done);
+        done = target;
+        for (j, job) in jobs.iter().enumerate() {
+            let sched = &job.schedule;
+            if ends[j].is_some() || sched.steps_to(next[j]) != done {
+                continue;
+            }
+            let (k, t) = (next[j], sched.time(next[j]));
+            for (s, (qs, vs)) in q.iter_mut().zip(v.iter_mut()).enumerate() {
+                *qs = st.q[s].lane(j);
+                *vs = st.v[s].lane(j);
+            }
+            let sample = Sample::from_state(job.robot, t, &q, st.work.lane(j));
+            let end = |status| {
+                Some(LaneEnd {
+                    status,
+                    steps: done,
+                })
+            };
+            if !state_is_sane(&q) || !v.iter().all(|x| x.is_finite()) || !sample.is_finite() {
+                ends[j] = end(Status::Diverged { time: t });
+                park(&mut st, j, &initial[j]);
+                continue;
+            }
+            on_sample(j, &sample);
+            if j == 0 {
+                on_progress(t);
+            }
+            if k == sched.n_samples {
+                ends[j] = end(Status::Ok);
+            } else {
+                next[j] += 1;
+            }
+        }
+    }
+    ends.into_iter()
+        .map(|e| e.expect("every lane ends"))
+        .collect()
+}
+
+/// Put a finished lane back on a finite state so it costs no more than any other.
+fn park<const W: usize>(st: &mut BlockState<W>, j: usize, q0: &[f64]) {
+    for (s, x) in q0.iter().enumerate() {
+        st.q[s].0[j] = *x;
+        st.v[s].0[j] = 0.0;
+    }
+    st.work.0[j] = 0.0;
+}

@@ -1,0 +1,159 @@
+//! Which vector unit runs the lane kernel, picked at run time. This is the only
+//! `unsafe` of the CPU engine: calling a `#[target_feature]` function is sound only
+//! on a CPU that has the feature, which [`Isa`]'s constructors check (an `Isa` value
+//! other than `Portable` exists only where its features were detected).
+
+use super::kernel::{self, BlockState, Scratch};
+use super::model::BlockModel;
+
+/// FMA on the portable path: baseline on aarch64, or when the build enables it.
+const PORTABLE_FMA: bool = cfg!(any(target_arch = "aarch64", target_feature = "fma"));
+
+/// An instruction set the kernel is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Isa(Kind);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+impl Isa {
+    /// The widest unit this CPU has, unless `METACHRON_SIMD` (`avx512`, `avx2`,
+    /// `portable`) asks for a narrower one.
+    pub fn detect() -> Isa {
+        let best = Self::best();
+        match std::env::var("METACHRON_SIMD").ok().as_deref() {
+            Some(name) => Self::named(name)
+                .filter(|i| i.lanes() <= best.lanes())
+                .unwrap_or(best),
+            None => best,
+        }
+    }
+
+    fn best() -> Isa {
+        for kind in [Kind::Avx512, Kind::Avx2] {
+            if supported(kind) {
+                return Isa(kind);
+            }
+        }
+        Isa(Kind::Portable)
+    }
+
+    /// The named instruction set, if this CPU has it.
+    pub fn named(name: &str) -> Option<Isa> {
+        let kind = match name {
+            "avx512" => Kind::Avx512,
+            "avx2" => Kind::Avx2,
+            "portable" => Kind::Portable,
+            _ => return None,
+        };
+        supported(kind).then_some(Isa(kind))
+    }
+
+    /// Robots per block: the f64 lanes of one vector register.
+    pub fn lanes(self) -> usize {
+        match self.0 {
+            Kind::Avx512 => 8,
+            Kind::Avx2 => 4,
+            Kind::Portable => 2,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self.0 {
+            Kind::Avx512 => "avx512",
+            Kind::Avx2 => "avx2",
+            Kind::Portable => "portable",
+        }
+    }
+
+    /// Advance every lane of a block by `steps` steps.
+    pub fn advance<const W: usize>(
+        self,
+        m: &BlockModel<W>,
+        st: &mut BlockState<W>,
+        s: &mut Scratch<W>,
+        steps: usize,
+    ) {
+        match self.0 {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an Isa of this kind is only built where `supported` saw the features.
+            Kind::Avx512 => unsafe { advance_avx512(m, st, s, steps) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            Kind::Avx2 => unsafe { advance_avx2(m, st, s, steps) },
+            _ => advance_portable(m, st, s, steps),
+        }
+    }
+}
+
+fn supported(kind: Kind) -> bool {
+    match kind {
+        #[cfg(target_arch = "x86_64")]
+        Kind::Avx512 => {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+        }
+        #[cfg(target_arch = "x86_64")]
+        Kind::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+        Kind::Portable => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+fn advance_avx512<const W: usize>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    steps: usize,
+) {
+    specialised::<W, true>(m, st, s, steps)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn advance_avx2<const W: usize>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    steps: usize,
+) {
+    specialised::<W, true>(m, st, s, steps)
+}
+
+fn advance_portable<const W: usize>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    steps: usize,
+) {
+    specialised::<W, PORTABLE_FMA>(m, st, s, steps)
+}
+
+/// The step loop, specialised for the paper's five nodes per leg (the common case:
+/// its loops unroll) and generic otherwise. Inlined into each `#[target_feature]`
+/// function above, so it is compiled for that instruction set.
+#[inline(always)]
+fn specialised<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    steps: usize,
+) {
+    if m.n_nodes == 5 {
+        for _ in 0..steps {
+            kernel::step::<W, F, 5>(m, st, s);
+        }
+    } else {
+        for _ in 0..steps {
+            kernel::step::<W, F, 0>(m, st, s);
+        }
+    }
+}

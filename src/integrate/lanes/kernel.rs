@@ -1,0 +1,378 @@
+//! One DKD-dc step of a block of W robots (the scheme of `dkd.rs`, written once for
+//! every lane width; W = 1 is the solo path). Branch-free where lanes may disagree:
+//! contact and the servo enter through 0/1 masks, and the Woodbury update always has
+//! three columns (an inactive one is scaled by zero and drops out exactly).
+//!
+//! Per leg the kick solves (P + UUᵀ) v⁺ = r with P = (ρ + hζ)M + θh²K_M·K constant,
+//! U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·e_tip]: z = P⁻¹r and P⁻¹J in one pass over
+//! P⁻¹, the servo and friction columns of P⁻¹ read directly, a 3×3 LDLᵀ for
+//! y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y.
+
+use super::model::{band, Banded, BlockModel};
+use super::simd::{dot, L};
+use crate::params::MAX_NODES;
+
+const LEG_MAX: usize = 4 * MAX_NODES;
+
+/// Nodes per leg: the compile-time `NN` where the kernel was specialised for it
+/// (loops of known length unroll and lose their bounds checks), else the model's.
+#[inline(always)]
+fn nodes<const W: usize, const NN: usize>(m: &BlockModel<W>) -> usize {
+    if NN > 0 {
+        NN
+    } else {
+        m.n_nodes
+    }
+}
+
+/// Positions, velocities and accumulated actuation work of every lane, in the
+/// robot's layout (`model::robot`): leg i's 4n unknowns, then (X_b, Y_b, θ).
+#[derive(Debug, Clone)]
+pub struct BlockState<const W: usize> {
+    pub q: Vec<L<W>>,
+    pub v: Vec<L<W>>,
+    pub work: L<W>,
+}
+
+/// Per-step work space, allocated once per block (nothing is zeroed per step).
+#[derive(Debug, Clone)]
+pub struct Scratch<const W: usize> {
+    gq: [L<W>; LEG_MAX],
+    tmp: [L<W>; LEG_MAX],
+    r: [L<W>; LEG_MAX],
+    z: [L<W>; LEG_MAX],
+    w: [L<W>; LEG_MAX],
+    base_force: Vec<[L<W>; 2]>,
+}
+
+impl<const W: usize> Scratch<W> {
+    pub fn new(n_legs: usize) -> Self {
+        let z = [L::zero(); LEG_MAX];
+        Scratch {
+            gq: z,
+            tmp: z,
+            r: z,
+            z,
+            w: z,
+            base_force: vec![[L::zero(); 2]; n_legs],
+        }
+    }
+}
+
+/// y = A x for one component block (2n rows, six fused multiply-adds each).
+#[inline(always)]
+fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>], y: &mut [L<W>]) {
+    let (x, y) = (&x[..2 * n], &mut y[..2 * n]);
+    for (i, (yi, row)) in y.iter_mut().zip(&a.coef).enumerate() {
+        let c = band(n, i);
+        let mut s = row[0] * x[c[0]];
+        for t in 1..6 {
+            s = row[t].mul_add::<F>(x[c[t]], s);
+        }
+        *yi = s;
+    }
+}
+
+/// y = A x and z = B x in one pass over x (the same band).
+#[inline(always)]
+fn banded_mul2<const W: usize, const F: bool>(
+    a: &Banded<W>,
+    b: &Banded<W>,
+    n: usize,
+    x: &[L<W>],
+    y: &mut [L<W>],
+    z: &mut [L<W>],
+) {
+    let (x, y, z) = (&x[..2 * n], &mut y[..2 * n], &mut z[..2 * n]);
+    for i in 0..2 * n {
+        let c = band(n, i);
+        let (ra, rb) = (&a.coef[i], &b.coef[i]);
+        let (mut sa, mut sb) = (ra[0] * x[c[0]], rb[0] * x[c[0]]);
+        for t in 1..6 {
+            sa = ra[t].mul_add::<F>(x[c[t]], sa);
+            sb = rb[t].mul_add::<F>(x[c[t]], sb);
+        }
+        y[i] = sa;
+        z[i] = sb;
+    }
+}
+
+/// Force on the end `p` of a spring (stiffness k, rest length l0) whose other end is
+/// at `o`: k(l0 − γ)/γ·(p − o), γ = |p − o| (`model::springs::spring_force`).
+#[inline(always)]
+fn spring_force<const W: usize>(k: L<W>, l0: L<W>, p: [L<W>; 2], o: [L<W>; 2]) -> [L<W>; 2] {
+    let d = [p[0] - o[0], p[1] - o[1]];
+    let gamma = (d[0] * d[0] + d[1] * d[1]).sqrt();
+    let f = k * (l0 - gamma) / gamma;
+    [f * d[0], f * d[1]]
+}
+
+/// World position of a body-frame offset (`BodyGeometry::world`).
+#[inline(always)]
+fn world<const W: usize>(body: [L<W>; 3], sc: [L<W>; 2], off: [L<W>; 2]) -> [L<W>; 2] {
+    let [s, c] = sc;
+    [
+        body[0] + c * off[0] - s * off[1],
+        body[1] + s * off[0] + c * off[1],
+    ]
+}
+
+/// Springs at the midpoint: force on every leg base (into `base_force`) and the
+/// load (F_x, F_y, torque) on the body, contact of P_1, P_2 included.
+#[inline(always)]
+fn body_and_springs<const W: usize, const NN: usize>(
+    m: &BlockModel<W>,
+    q: &[L<W>],
+    base_force: &mut [[L<W>; 2]],
+) -> [L<W>; 3] {
+    let nn = nodes::<W, NN>(m);
+    let (n, l) = (m.n_legs, 4 * nn);
+    let o = n * l;
+    let body = [q[o], q[o + 1], q[o + 2]];
+    let mut sc = [L::zero(); 2];
+    for j in 0..W {
+        let (s, c) = body[2].0[j].sin_cos();
+        sc[0].0[j] = s;
+        sc[1].0[j] = c;
+    }
+    let base = |i: usize| [q[i * l], q[i * l + 2 * nn]];
+    let mut load = [L::zero(); 3];
+    // A spring from leg base `leg` to body point `bp`: force on the base, reaction
+    // and its torque about the centre of mass on the body.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn to_body<const W: usize>(
+        base: [L<W>; 2],
+        b: [L<W>; 2],
+        body: [L<W>; 3],
+        k: L<W>,
+        l0: L<W>,
+        bf: &mut [L<W>; 2],
+        load: &mut [L<W>; 3],
+    ) {
+        let f = spring_force(k, l0, base, b);
+        bf[0] += f[0];
+        bf[1] += f[1];
+        load[0] -= f[0];
+        load[1] -= f[1];
+        load[2] -= (b[0] - body[0]) * f[1] - (b[1] - body[1]) * f[0];
+    }
+    let bp = |j: usize| world(body, sc, m.b_points[j]);
+    base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
+    // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
+    to_body(
+        base(0),
+        bp(0),
+        body,
+        m.alpha,
+        m.l_alpha,
+        &mut base_force[0],
+        &mut load,
+    );
+    for i in 1..n {
+        let f = spring_force(m.alpha, m.l_alpha, base(i), base(i - 1));
+        base_force[i][0] += f[0];
+        base_force[i][1] += f[1];
+        base_force[i - 1][0] -= f[0];
+        base_force[i - 1][1] -= f[1];
+    }
+    let last = &mut base_force[n - 1];
+    to_body(
+        base(n - 1),
+        bp(n + 1),
+        body,
+        m.alpha,
+        m.l_alpha,
+        last,
+        &mut load,
+    );
+    for (i, bf) in base_force.iter_mut().enumerate() {
+        to_body(base(i), bp(i + 1), body, m.beta, m.l_beta, bf, &mut load);
+    }
+    // Body–terrain penalty at P_1, P_2 while at or beyond the terrain.
+    for off in m.p_points {
+        let w = world(body, sc, off);
+        let f = w[0].ge_mask(m.x_t) * m.epsilon * (m.x_t - w[0]);
+        load[0] += f;
+        load[2] -= (w[1] - body[1]) * f;
+    }
+    load
+}
+
+/// One leg's kick: `q` at the midpoint, `v` old velocities in, new velocities out.
+/// Returns the leg's actuation power |M0 ψ̇| at the new velocity.
+#[inline(always)]
+fn kick_leg<const W: usize, const F: bool, const NN: usize>(
+    m: &BlockModel<W>,
+    leg: usize,
+    q: &[L<W>],
+    v: &mut [L<W>],
+    base_force: [L<W>; 2],
+    s: &mut Scratch<W>,
+) -> L<W> {
+    let n = nodes::<W, NN>(m);
+    let (mm, l) = (2 * n, 4 * n);
+    let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
+    let (gq, tmp, r, mv) = (
+        &mut s.gq[..l],
+        &mut s.tmp[..l],
+        &mut s.r[..l],
+        &mut s.z[..l],
+    );
+    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv, vᵀGv; and Mv.
+    banded_mul::<W, F>(&m.geometric, n, &q[..mm], &mut gq[..mm]);
+    banded_mul::<W, F>(&m.geometric, n, &q[mm..l], &mut gq[mm..]);
+    let residual = dot::<W, F>(&q[..l], gq) - m.leg_length;
+    let jv = dot::<W, F>(&v[..l], gq) * 2.0;
+    banded_mul2::<W, F>(
+        &m.geometric,
+        &m.mass,
+        n,
+        &v[..mm],
+        &mut tmp[..mm],
+        &mut mv[..mm],
+    );
+    banded_mul2::<W, F>(
+        &m.geometric,
+        &m.mass,
+        n,
+        &v[mm..l],
+        &mut tmp[mm..],
+        &mut mv[mm..],
+    );
+    let vgv = dot::<W, F>(&v[..l], tmp);
+    // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
+    let pen = (m.lambda * 2.0 + m.lambda_2etamu * m.h) * vgv + m.lambda_eta2 * residual;
+    // Explicit force: bending at q − θhv, gravity, penalty, springs, servo, contact.
+    for k in 0..l {
+        tmp[k] = (-m.theta_h).mul_add::<F>(v[k], q[k]);
+    }
+    banded_mul::<W, F>(&m.bending, n, &tmp[..mm], &mut r[..mm]);
+    banded_mul::<W, F>(&m.bending, n, &tmp[mm..], &mut r[mm..]);
+    let pen_j = pen * 2.0;
+    for k in 0..l {
+        r[k] = (-m.k_m).mul_add::<F>(r[k], -(pen_j * gq[k]));
+    }
+    for k in 0..mm {
+        r[k] += m.weight_load[k];
+    }
+    r[0] += base_force[0];
+    r[2 * n] += base_force[1];
+    let (b1, d1) = (q[ib], q[id]);
+    let r2 = b1 * b1 + d1 * d1;
+    let (gb, gd) = (-d1 / r2, b1 / r2);
+    let k_p = m.k_p_leg[leg];
+    let servo = k_p * m.omega_leg[leg];
+    r[ib] -= servo * gb;
+    r[id] -= servo * gd;
+    let contact = q[itip].ge_mask(m.x_t);
+    r[itip] += contact * m.epsilon * (m.x_t - q[itip]);
+    // Right-hand side ρMv + λJ(Jᵀv) + h·F.
+    let lj = m.lambda * jv * 2.0;
+    for k in 0..l {
+        r[k] =
+            m.h.mul_add::<F>(r[k], m.rho.mul_add::<F>(mv[k], lj * gq[k]));
+    }
+    // z = P⁻¹r and w = P⁻¹(Gq) (= P⁻¹J / 2) in one pass over P⁻¹, two rows at a
+    // time (each right-hand-side entry loaded once per pair of rows).
+    let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
+    for i in (0..mm).step_by(2) {
+        let (p0, p1) = (
+            &m.p_inv[i * mm..(i + 1) * mm],
+            &m.p_inv[(i + 1) * mm..(i + 2) * mm],
+        );
+        let mut acc = [L::zero(); 8];
+        for j in 0..mm {
+            let (a, b, c, d) = (r[j], r[mm + j], gq[j], gq[mm + j]);
+            for (row, p) in [p0[j], p1[j]].into_iter().enumerate() {
+                let o = 4 * row;
+                acc[o] = p.mul_add::<F>(a, acc[o]);
+                acc[o + 1] = p.mul_add::<F>(b, acc[o + 1]);
+                acc[o + 2] = p.mul_add::<F>(c, acc[o + 2]);
+                acc[o + 3] = p.mul_add::<F>(d, acc[o + 3]);
+            }
+        }
+        for row in 0..2 {
+            let (o, ii) = (4 * row, i + row);
+            z[ii] = acc[o];
+            z[mm + ii] = acc[o + 1];
+            w[ii] = acc[o + 2] * 2.0;
+            w[mm + ii] = acc[o + 3] * 2.0;
+        }
+    }
+    // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
+    let (s1, s2, s3) = (m.s_constraint, m.s_servo_leg[leg], m.s_friction * contact);
+    let pi = |a: usize, b: usize| m.p_inv[a * mm + b];
+    let (p_bb, p_bt, p_tt) = (pi(n, n), pi(n, n - 1), pi(n - 1, n - 1));
+    let jw = dot::<W, F>(gq, w) * 2.0;
+    let jz = dot::<W, F>(gq, z) * 2.0;
+    let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
+    let c12 = s1 * s2 * (gb * w[ib] + gd * w[id]);
+    let c13 = s1 * s3 * w[ictip];
+    let c22 = (s2 * s2 * (gb * gb + gd * gd)).mul_add::<F>(p_bb, L::splat(1.0));
+    let c23 = s2 * s3 * gd * p_bt;
+    let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
+    let rhs = [s1 * jz, s2 * (gb * z[ib] + gd * z[id]), s3 * z[ictip]];
+    let y = ldlt3([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]], rhs);
+    // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
+    // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
+    let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
+    let (a2b, a2d) = (a2 * gb, a2 * gd);
+    for i in 0..mm {
+        let (pb, pt) = (pi(i, n), pi(i, n - 1));
+        v[i] = z[i] - a1 * w[i] - a2b * pb;
+        v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3 * pt;
+    }
+    let psi_dot = gb * v[ib] + gd * v[id];
+    (k_p * (-m.omega_leg[leg] - psi_dot) * psi_dot).abs()
+}
+
+/// Solve the SPD 3×3 system C y = b by LDLᵀ (no pivoting needed: C = I + UᵀP⁻¹U).
+#[inline(always)]
+fn ldlt3<const W: usize>(c: [[L<W>; 3]; 3], b: [L<W>; 3]) -> [L<W>; 3] {
+    let d1 = c[0][0];
+    let (l21, l31) = (c[1][0] / d1, c[2][0] / d1);
+    let d2 = c[1][1] - l21 * l21 * d1;
+    let l32 = (c[2][1] - l31 * l21 * d1) / d2;
+    let d3 = c[2][2] - l31 * l31 * d1 - l32 * l32 * d2;
+    let z1 = b[0];
+    let z2 = b[1] - l21 * z1;
+    let z3 = b[2] - l31 * z1 - l32 * z2;
+    let y3 = z3 / d3;
+    let y2 = z2 / d2 - l32 * y3;
+    let y1 = z1 / d1 - l21 * y2 - l31 * y3;
+    [y1, y2, y3]
+}
+
+/// One DKD-dc step of every lane: half drift, springs and body load at the midpoint,
+/// kick per leg and of the body (damping implicit), half drift. Adds h·power to work.
+#[inline(always)]
+pub fn step<const W: usize, const F: bool, const NN: usize>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+) {
+    let half = m.h * 0.5;
+    for (q, v) in st.q.iter_mut().zip(&st.v) {
+        *q = half.mul_add::<F>(*v, *q);
+    }
+    let mut base_force = std::mem::take(&mut s.base_force);
+    let load = body_and_springs::<W, NN>(m, &st.q, &mut base_force);
+    let l = 4 * nodes::<W, NN>(m);
+    let mut power = L::zero();
+    for (i, &bf) in base_force.iter().enumerate() {
+        let r = i * l..(i + 1) * l;
+        power += kick_leg::<W, F, NN>(m, i, &st.q[r.clone()], &mut st.v[r], bf, s);
+    }
+    s.base_force = base_force;
+    let o = m.n_legs * l;
+    let (mass, h) = (m.body_mass, m.h);
+    let v = &mut st.v;
+    v[o] = (mass * v[o] + h * (mass * m.g + load[0])) / (mass + h * m.zeta);
+    v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.zeta);
+    v[o + 2] = (m.inertia * v[o + 2] + h * load[2]) / (m.inertia + h * m.zeta_l2);
+    for (q, v) in st.q.iter_mut().zip(&st.v) {
+        *q = half.mul_add::<F>(*v, *q);
+    }
+    st.work = h.mul_add::<F>(power, st.work);
+}
