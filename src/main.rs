@@ -27,6 +27,8 @@ enum Command {
     Map(cli::map::MapArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
+    /// Measure robot-seconds per wall-second of every engine on this machine.
+    Bench(cli::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         Command::Devices => cli::gpu::devices(),
         Command::Sweep(args) => cli::sweep::run(args),
         Command::Map(args) => cli::map::run(args),
+        Command::Bench(args) => cli::bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,3 +1,4 @@
+pub mod bench;
 pub mod gpu;
 pub mod map;
 pub mod simulate;

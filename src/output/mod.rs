@@ -1,5 +1,6 @@
 //! Outputs: Parquet tables, sweep datasets, PNG pictures and maps.
 
+pub mod bench;
 pub mod dataset;
 pub mod map;
 pub mod parquet;

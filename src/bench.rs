@@ -1,0 +1,235 @@
+//! `metachron bench`: robot-seconds simulated per wall-second of every engine on this
+//! machine — the reference (one robot), the CPU lane engine (one thread and all), the
+//! GPU engine on each adapter and precision — over batch sizes, all in one run so
+//! that ratios are comparable on a noisy machine. Sizes a sweep; measures a GPU box.
+
+use std::time::Instant;
+
+use crate::batch::run_batch;
+use crate::cpu_engine::run_batch_on;
+use crate::gpu::{self, GpuContext, GpuEngine, GpuOptions, Precision, PrecisionChoice};
+use crate::integrate::lanes::Isa;
+use crate::simulate::{Backend, RunConfig};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct BenchPlan {
+    pub reference: bool,
+    pub cpu: bool,
+    pub gpu: bool,
+    pub batches: Vec<usize>,
+    /// Simulated seconds per robot.
+    pub t_final: f64,
+    /// CPU thread counts to try.
+    pub threads: Vec<usize>,
+    /// CPU instruction sets to try (the detected one by default).
+    pub isas: Vec<Isa>,
+    /// Largest batch on a software GPU adapter (lavapipe is a correctness backend).
+    pub software_gpu_max_batch: usize,
+}
+
+/// One measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchRow {
+    pub engine: String,
+    pub adapter: String,
+    pub precision: String,
+    pub threads: usize,
+    pub batch: usize,
+    pub t_final: f64,
+    pub wall_s: f64,
+    pub robot_s_per_s: f64,
+    /// SIMD instruction set and lanes of the CPU engine ("" elsewhere).
+    pub simd: String,
+}
+
+/// A part of the plan that could not run (no adapter, a shape the device refuses…).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub what: String,
+    pub why: String,
+}
+
+/// The machine the figures belong to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Machine {
+    pub cpu_model: String,
+    pub cores: usize,
+    /// The CPU engine's default instruction set and its f64 lanes.
+    pub simd: String,
+}
+
+impl Machine {
+    pub fn this() -> Machine {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|s| s.trim().to_string())
+            })
+            .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+        let isa = Isa::detect();
+        Machine {
+            cpu_model,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            simd: simd_label(isa),
+        }
+    }
+}
+
+fn simd_label(isa: Isa) -> String {
+    format!("{} ({} lanes)", isa.label(), isa.lanes())
+}
+
+/// The benchmark's robots: the paper's, with couplings that differ per instance (so
+/// no two lanes compute the same numbers), `t_final` simulated seconds each.
+pub fn workload(n: usize, t_final: f64) -> Vec<RunConfig> {
+    (0..n)
+        .map(|i| {
+            let mut c = RunConfig::default();
+            c.params.t_final = t_final;
+            c.params.alpha = 400.0 + (i % 64) as f64 * 5.0;
+            c
+        })
+        .collect()
+}
+
+/// Run the plan; `on_row` sees each row as it is measured.
+pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow>, Vec<Skipped>) {
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    let t = plan.t_final;
+    let mut record = |row: BenchRow, rows: &mut Vec<BenchRow>| {
+        on_row(&row);
+        rows.push(row);
+    };
+    let row = |engine: &str, adapter: &str, precision: &str, threads, batch, wall: f64| BenchRow {
+        engine: engine.into(),
+        adapter: adapter.into(),
+        precision: precision.into(),
+        threads,
+        batch,
+        t_final: t,
+        wall_s: wall,
+        robot_s_per_s: batch as f64 * t / wall,
+        simd: String::new(),
+    };
+    if plan.reference {
+        let cfgs = workload(1, t);
+        let wall = timed(|| {
+            run_batch(&cfgs, Backend::Reference);
+        });
+        record(row("reference", "", "f64", 1, 1, wall), &mut rows);
+    }
+    if plan.cpu {
+        for &isa in &plan.isas {
+            for &threads in &plan.threads {
+                let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+                    Ok(p) => p,
+                    Err(e) => {
+                        skipped.push(Skipped {
+                            what: format!("cpu with {threads} threads"),
+                            why: e.to_string(),
+                        });
+                        continue;
+                    }
+                };
+                pool.install(|| run_batch_on(isa, &workload(2, 0.01))); // warm-up
+                for &n in &plan.batches {
+                    let cfgs = workload(n, t);
+                    let wall = pool.install(|| {
+                        timed(|| {
+                            run_batch_on(isa, &cfgs);
+                        })
+                    });
+                    let mut r = row("cpu", "", "f64", threads, n, wall);
+                    r.simd = simd_label(isa);
+                    record(r, &mut rows);
+                }
+            }
+        }
+    }
+    if plan.gpu {
+        let adapters = gpu::list_adapters();
+        if adapters.is_empty() {
+            skipped.push(Skipped {
+                what: "gpu".into(),
+                why: "no Vulkan adapter found".into(),
+            });
+        }
+        for a in adapters {
+            let precisions: Vec<Precision> = if a.shader_f64 {
+                vec![Precision::F64, Precision::F32]
+            } else {
+                vec![Precision::F32]
+            };
+            for precision in precisions {
+                let what = format!("gpu {} {}", a.name, precision.label());
+                let opts = GpuOptions {
+                    adapter: Some(a.name.clone()),
+                    precision: match precision {
+                        Precision::F64 => PrecisionChoice::F64,
+                        Precision::F32 => PrecisionChoice::F32,
+                    },
+                };
+                let ctx = match GpuContext::new(&opts) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        skipped.push(Skipped {
+                            what,
+                            why: e.to_string(),
+                        });
+                        continue;
+                    }
+                };
+                let engine = GpuEngine::new(&ctx);
+                if let Err(e) = engine.run(&workload(1, 0.01)) {
+                    skipped.push(Skipped {
+                        what,
+                        why: e.to_string(),
+                    });
+                    continue;
+                }
+                let software = a.device_type == "Cpu";
+                for &n in &plan.batches {
+                    if software && n > plan.software_gpu_max_batch {
+                        skipped.push(Skipped {
+                            what: format!("{what} batch {n}"),
+                            why: format!(
+                                "software adapter: batches above {} take minutes (--software-gpu-max-batch)",
+                                plan.software_gpu_max_batch
+                            ),
+                        });
+                        continue;
+                    }
+                    let cfgs = workload(n, t);
+                    let mut failure = None;
+                    let wall = timed(|| {
+                        if let Err(e) = engine.run(&cfgs) {
+                            failure = Some(e.to_string());
+                        }
+                    });
+                    match failure {
+                        Some(why) => skipped.push(Skipped {
+                            what: format!("{what} batch {n}"),
+                            why,
+                        }),
+                        None => record(
+                            row("gpu", &a.name, precision.label(), 1, n, wall),
+                            &mut rows,
+                        ),
+                    }
+                }
+            }
+        }
+    }
+    (rows, skipped)
+}
+
+fn timed(f: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    f();
+    start.elapsed().as_secs_f64()
+}

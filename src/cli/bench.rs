@@ -1,0 +1,175 @@
+//! `metachron bench`: measure every engine on this machine (see `metachron::bench`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+
+use metachron::bench::{self, BenchPlan, BenchRow, Machine};
+use metachron::integrate::lanes::Isa;
+use metachron::output::bench::write_bench;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Engine {
+    Reference,
+    Cpu,
+    Gpu,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Engines to measure.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "reference,cpu,gpu"
+    )]
+    engines: Vec<Engine>,
+    /// Batch sizes (robots per run) for the cpu and gpu engines; the reference runs one.
+    #[arg(long, value_delimiter = ',', default_value = "1,256,4096")]
+    batch: Vec<usize>,
+    /// Simulated seconds per robot.
+    #[arg(long, default_value_t = 0.5)]
+    t_final: f64,
+    /// CPU thread counts (0 = all cores).
+    #[arg(long, value_delimiter = ',', default_value = "1,0")]
+    threads: Vec<usize>,
+    /// CPU instruction sets to compare (avx512, avx2, portable; default: the widest
+    /// this CPU has).
+    #[arg(long, value_delimiter = ',')]
+    simd: Vec<String>,
+    /// Largest batch on a software GPU adapter such as lavapipe (slow by nature).
+    #[arg(long, default_value_t = 256)]
+    software_gpu_max_batch: usize,
+    /// Parquet file with one row per measurement (machine in the file metadata).
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+fn plan(a: &BenchArgs) -> Result<BenchPlan> {
+    if !(a.t_final.is_finite() && a.t_final > 0.0 && a.t_final <= 1e4) {
+        bail!("--t-final must be in (0, 10000] s, got {}", a.t_final);
+    }
+    if let Some(&b) = a.batch.iter().find(|&&b| b == 0 || b > 1 << 22) {
+        bail!("--batch sizes must be in [1, 4194304], got {b}");
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut threads: Vec<usize> = a
+        .threads
+        .iter()
+        .map(|&t| if t == 0 { cores } else { t })
+        .collect();
+    threads.dedup();
+    let isas = if a.simd.is_empty() {
+        vec![Isa::detect()]
+    } else {
+        a.simd
+            .iter()
+            .map(|name| {
+                Isa::named(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--simd {name}: not one of avx512, avx2, portable that this CPU supports"
+                    )
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    Ok(BenchPlan {
+        reference: a.engines.contains(&Engine::Reference),
+        cpu: a.engines.contains(&Engine::Cpu),
+        gpu: a.engines.contains(&Engine::Gpu),
+        batches: a.batch.clone(),
+        t_final: a.t_final,
+        threads,
+        isas,
+        software_gpu_max_batch: a.software_gpu_max_batch,
+    })
+}
+
+pub fn run(a: BenchArgs) -> Result<ExitCode> {
+    let plan = plan(&a)?;
+    if let Some(out) = &a.out {
+        check_writable(out)?;
+    }
+    let machine = Machine::this();
+    eprintln!(
+        "machine: {} ({} cores), cpu engine {}; {} s simulated per robot",
+        machine.cpu_model, machine.cores, machine.simd, plan.t_final
+    );
+    let (rows, skipped) = bench::run(&plan, &mut |r: &BenchRow| {
+        eprintln!(
+            "  {:<9} {:<28} {:>3} thr  batch {:>6}: {:>8.2} s  {:>10.2} robot-s/s",
+            r.engine,
+            label(r),
+            r.threads,
+            r.batch,
+            r.wall_s,
+            r.robot_s_per_s
+        )
+    });
+    for s in &skipped {
+        eprintln!("skipped {}: {}", s.what, s.why);
+    }
+    print_table(&rows);
+    if let Some(out) = &a.out {
+        write_bench(out, &rows, &machine)?;
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn label(r: &BenchRow) -> String {
+    match r.engine.as_str() {
+        "cpu" => r.simd.clone(),
+        "gpu" => format!("{} {}", r.adapter, r.precision),
+        _ => "f64, one robot".into(),
+    }
+}
+
+fn print_table(rows: &[BenchRow]) {
+    let reference = rows
+        .iter()
+        .find(|r| r.engine == "reference")
+        .map(|r| r.robot_s_per_s);
+    println!("| engine | variant | threads | batch | wall (s) | robot-s/s | × reference |");
+    println!("|---|---|---|---|---|---|---|");
+    for r in rows {
+        let ratio = reference.map_or("–".to_string(), |x| format!("{:.0}", r.robot_s_per_s / x));
+        println!(
+            "| {} | {} | {} | {} | {:.2} | {:.2} | {} |",
+            r.engine,
+            label(r),
+            r.threads,
+            r.batch,
+            r.wall_s,
+            r.robot_s_per_s,
+            ratio
+        );
+    }
+}
+
+/// Fail before measuring when `--out` cannot be written.
+fn check_writable(out: &std::path::Path) -> Result<()> {
+    if out.is_dir() {
+        bail!(
+            "--out {}: is a directory, expected a file name",
+            out.display()
+        );
+    }
+    let dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let probe = dir.join(format!(".metachron-bench-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| {
+        anyhow::anyhow!(
+            "--out {}: cannot write in {}: {e}",
+            out.display(),
+            dir.display()
+        )
+    })?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! The `metachron bench` table as Parquet: one row per measurement, the machine in
+//! the file metadata.
+
+use std::path::Path;
+
+use crate::bench::{BenchRow, Machine};
+use crate::error::OutputError;
+use crate::output::parquet::{write_atomic, TableBuilder};
+
+pub fn write_bench(path: &Path, rows: &[BenchRow], machine: &Machine) -> Result<(), OutputError> {
+    let mut t = TableBuilder::default();
+    let col = |f: fn(&BenchRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
+    t.string("engine", col(|r| r.engine.clone()));
+    t.string("adapter", col(|r| r.adapter.clone()));
+    t.string("precision", col(|r| r.precision.clone()));
+    t.u32(
+        "threads",
+        "1",
+        rows.iter().map(|r| r.threads as u32).collect(),
+    );
+    t.u32("batch", "1", rows.iter().map(|r| r.batch as u32).collect());
+    t.f64("t_final", "s", rows.iter().map(|r| r.t_final).collect());
+    t.f64("wall_s", "s", rows.iter().map(|r| r.wall_s).collect());
+    t.f64(
+        "robot_s_per_s",
+        "robot-s/s",
+        rows.iter().map(|r| r.robot_s_per_s).collect(),
+    );
+    t.string("simd", col(|r| r.simd.clone()));
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let meta = [
+        ("metachron.version", crate::VERSION.to_string()),
+        ("metachron.bench.cpu_model", machine.cpu_model.clone()),
+        ("metachron.bench.cores", machine.cores.to_string()),
+        ("metachron.bench.simd", machine.simd.clone()),
+        ("metachron.bench.unix_time", unix.to_string()),
+    ]
+    .map(|(k, v)| (k.to_string(), v));
+    write_atomic(path, &t.finish()?, &meta)
+}
