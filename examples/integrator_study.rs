@@ -6,7 +6,8 @@
 use metachron::integrate::dkd::{top_bending_frequency, DkdSettings};
 use metachron::integrate::esdirk::acceleration_jacobian;
 use metachron::model::Robot;
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::batch::run_point;
+use metachron::simulate::{Backend, RunConfig};
 use nalgebra::DMatrix;
 
 fn main() {

@@ -44,16 +44,31 @@ pub enum SettingsError {
     },
 }
 
-/// Failures of the stiff reference solver.
-#[derive(Debug, Error)]
+/// Failures of an engine that stop it before it can report a status (a run that
+/// diverges, fails or exceeds its budget is a [`crate::sample::Status`], not an error).
+/// Cloneable: one device failure is reported in every instance of its batch.
+#[derive(Debug, Error, Clone)]
 pub enum SolverError {
-    #[error("solver could not be set up: {0}")]
-    Setup(String),
+    #[error("reference solver could not be set up: {0}")]
+    Setup(#[source] diffsol::error::DiffsolError),
     #[error("step failed at t = {time}: {message}")]
     StepFailed { time: f64, message: String },
+    /// A GPU failure, kept typed (downcast the source to `gpu::GpuError`).
     #[error("GPU backend: {0}")]
-    Gpu(String),
+    Gpu(#[source] std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>),
 }
+
+impl SolverError {
+    /// A GPU failure described by text only (no typed cause).
+    pub fn gpu(message: impl Into<String>) -> SolverError {
+        SolverError::Gpu(std::sync::Arc::new(GpuMessage(message.into())))
+    }
+}
+
+/// A GPU failure that has only a message.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct GpuMessage(pub String);
 
 /// Failures while writing or reading outputs.
 #[derive(Debug, Error)]

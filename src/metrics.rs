@@ -72,7 +72,12 @@ impl MetricsSettings {
 
     /// Time of sample k (the last one is exactly t_final).
     pub fn sample_time(&self, k: usize, t_final: f64) -> f64 {
-        (k as f64 * self.dt_out).min(t_final)
+        self.sample_times(t_final).at(k)
+    }
+
+    /// The whole output schedule of a run (computed on demand, never stored).
+    pub fn sample_times(&self, t_final: f64) -> crate::sample::SampleTimes {
+        crate::sample::SampleTimes::new(self.dt_out, t_final, self.sample_count(t_final))
     }
 
     pub fn validate(&self, t_final: f64) -> Result<(), SettingsError> {
@@ -370,7 +375,7 @@ impl MetricsAccumulator {
         });
         let class = match status {
             Status::Diverged { .. } => Class::Diverged,
-            Status::SolverFailed { .. } => Class::Failed,
+            Status::SolverFailed { .. } | Status::BudgetExceeded { .. } => Class::Failed,
             Status::Ok if !all_locked || self.win_count == 0 => Class::Unlocked,
             Status::Ok if lag_order < th.order_min => Class::Locked,
             Status::Ok if mean_lag.abs() >= th.lag_min => Class::Metachronal,

@@ -4,8 +4,8 @@
 mod common;
 
 use common::validation::validation_points;
-use metachron::batch::run_batch;
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::batch::{run_batch, run_point};
+use metachron::simulate::{Backend, RunConfig};
 
 #[test]
 fn batch_instances_are_independent_and_a_diverging_one_is_isolated() {

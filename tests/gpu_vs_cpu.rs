@@ -8,7 +8,8 @@ use common::validation::validation_points;
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::integrate::dkd::{self, KickConstants};
 use metachron::model::Robot;
-use metachron::simulate::{run_point, Backend, PointResult, RunConfig};
+use metachron::batch::run_point;
+use metachron::simulate::{Backend, PointResult, RunConfig};
 
 fn short(t_final: f64) -> Vec<(&'static str, RunConfig)> {
     validation_points()

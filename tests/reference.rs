@@ -5,7 +5,8 @@ use metachron::metrics::Class;
 use metachron::model::Robot;
 use metachron::params::Params;
 use metachron::reference::{run_reference, Method, ReferenceSettings};
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::batch::run_point;
+use metachron::simulate::{Backend, RunConfig};
 
 #[test]
 fn papers_run_walks_forward_with_a_quarter_period_lag() {
