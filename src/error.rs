@@ -89,4 +89,8 @@ pub enum OutputError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("plot error on {path}: {message}")]
     Plot { path: String, message: String },
+    /// A file that is readable but not what it should be (a foreign table, a column
+    /// of the wrong type).
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
 }

@@ -27,6 +27,9 @@ enum Command {
     Map(cli::map::MapArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
+    /// Report a sweep dataset's health: complete, missing ids, bad or quarantined files,
+    /// who wrote what. Exit 0 only when complete and clean.
+    Check(cli::check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
         Command::Devices => cli::gpu::devices(),
         Command::Sweep(args) => cli::sweep::run(args),
         Command::Map(args) => cli::map::run(args),
+        Command::Check(args) => cli::check::run(args),
     };
     match result {
         Ok(code) => code,

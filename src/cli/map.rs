@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use metachron::output::dataset::read_dataset;
+use metachron::sweep::dataset::read_dataset;
 use metachron::output::map::{draw_map, MapRequest};
 
 #[derive(Args, Debug)]

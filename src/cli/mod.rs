@@ -1,3 +1,4 @@
+pub mod check;
 pub mod gpu;
 pub mod map;
 pub mod simulate;

@@ -41,6 +41,10 @@ pub struct SweepArgs {
     /// Print the plan (points, chunks, estimated time) and run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Wall-time budget per point in seconds: a point past it ends with status
+    /// budget_exceeded (NaN metrics) and the rest of its chunk goes on.
+    #[arg(long, value_name = "SECONDS")]
+    point_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -79,7 +83,15 @@ fn human(seconds: f64) -> String {
 }
 
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    let spec = SweepSpec::from_file(&a.file)?;
+    let mut spec = SweepSpec::from_file(&a.file)?;
+    if let Some(t) = a.point_timeout {
+        anyhow::ensure!(
+            t.is_finite() && t > 0.0,
+            "--point-timeout {t}: allowed is a finite number of seconds > 0"
+        );
+        // A run option, not part of the sweep (its hash and its points stay the same).
+        spec.config.point_timeout = Some(t);
+    }
     let plan = Plan::new(&spec)?;
     let shard = match &a.shard {
         Some(s) => Shard::parse(s)?,
@@ -106,7 +118,22 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         shard,
         stop_after_chunks: None,
     };
-    let work = run::work(&spec, &plan, &opts)?;
+    let work = if a.dry_run {
+        run::preview(&spec, &plan, &opts)?
+    } else {
+        run::work(&spec, &plan, &opts)?
+    };
+    for (from, to, why) in &work.quarantined {
+        if a.dry_run {
+            eprintln!("warning: {} would be quarantined: {why}", from.display());
+        } else {
+            eprintln!(
+                "warning: {} failed the check ({why}); moved to {}; points no other part holds run again",
+                from.display(),
+                to.display()
+            );
+        }
+    }
     let chunks = work.pending.len().div_ceil(batch);
     let threads = rayon::current_num_threads().max(1);
 
@@ -136,7 +163,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         work.already_done,
         work.pending.len(),
         a.backend.label(),
-        metachron::output::dataset::adapter_label(a.backend),
+        metachron::sweep::dataset::adapter_label(a.backend),
     );
     if a.dry_run {
         let costs: Vec<f64> = work

@@ -6,7 +6,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::error::OutputError;
-use crate::output::dataset::{Column, Dataset, META_SWEEP};
+use crate::sweep::dataset::{Column, Dataset, META_SWEEP};
 use crate::sweep::SweepSpec;
 
 /// What to draw.

@@ -1,6 +1,6 @@
-//! Outputs: Parquet tables, sweep datasets, PNG pictures and maps.
+//! Outputs: Parquet tables, PNG pictures and maps (the sweep dataset format lives in
+//! [`crate::sweep::dataset`]).
 
-pub mod dataset;
 pub mod map;
 pub mod parquet;
 pub mod plots;
