@@ -13,8 +13,12 @@ pub enum ParamError {
         value: f64,
         allowed: String,
     },
-    #[error("parameter `{field}` must be an integer, got {value}")]
-    NotInteger { field: String, value: f64 },
+    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    NotInteger {
+        field: String,
+        value: f64,
+        allowed: String,
+    },
     #[error(
         "parameter `{field}` has {len} entries but n_legs = {n_legs}: one per leg is required"
     )]

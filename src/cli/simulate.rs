@@ -31,16 +31,16 @@ pub struct SimulateArgs {
     #[arg(long, value_enum)]
     method: Option<Method>,
     /// Relative tolerance of the reference solver.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     rtol: Option<f64>,
     /// Absolute tolerance of the reference solver.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     atol: Option<f64>,
     /// Output sample interval in seconds (metrics are computed on these samples).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     dt_out: Option<f64>,
     /// Start of the metrics window in seconds (default: second half of the run).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     window_start: Option<f64>,
     /// Time-series Parquet file (wide: one row per sample).
     #[arg(long, value_name = "FILE")]
@@ -55,7 +55,7 @@ pub struct SimulateArgs {
     #[arg(long, value_delimiter = ',', value_name = "T,T,...")]
     snapshot_times: Vec<f64>,
     /// Wall-time budget in seconds: past it the run stops with status budget_exceeded.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     point_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]

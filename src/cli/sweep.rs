@@ -43,7 +43,7 @@ pub struct SweepArgs {
     dry_run: bool,
     /// Wall-time budget per point in seconds: a point past it ends with status
     /// budget_exceeded (NaN metrics) and the rest of its chunk goes on.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     point_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]

@@ -70,6 +70,9 @@ impl DkdSettings {
         if !(0.0..=1.0).contains(&self.theta) {
             return bad("theta", self.theta, "[0, 1]");
         }
+        if self.max_steps == Some(0) {
+            return bad("max_steps", 0.0, "an integer >= 1");
+        }
         Ok(())
     }
 

@@ -62,6 +62,13 @@ impl ReferenceSettings {
                 allowed: "a finite number > 0 (s)".into(),
             });
         }
+        if self.max_steps == 0 {
+            return Err(SettingsError::OutOfRange {
+                field: "max_steps".into(),
+                value: 0.0,
+                allowed: "an integer >= 1".into(),
+            });
+        }
         for (f, v) in [("rtol", self.rtol), ("atol", self.atol)] {
             if !(v.is_finite() && v > 0.0 && v < 1.0) {
                 return Err(SettingsError::OutOfRange {
