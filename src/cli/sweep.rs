@@ -7,7 +7,6 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use metachron::integrate::dkd::top_bending_frequency;
 use metachron::model::Robot;
 use metachron::simulate::Backend;
 use metachron::sweep::run::{self, RunOptions};
@@ -50,18 +49,16 @@ pub struct SweepArgs {
     quiet: bool,
 }
 
-/// Rough single-thread cost of a point in seconds (for --dry-run): the cpu backend
-/// runs the paper's robot (9 legs x 5 nodes, h = 2.38e-4 s) at ~30 robot-s per
-/// wall-s per thread; cost scales with steps and with legs x nodes. The reference is
+/// Rough single-thread cost of a point in seconds (for --dry-run), from the step the
+/// cpu backend will really take (no clamp: a point with h = 1e-12 s costs what it
+/// costs): the paper's robot (9 legs x 5 nodes) runs ~30 robot-s per wall-s per thread
+/// at h = 2.38e-4 s; cost scales with steps and with legs x nodes. The reference is
 /// ~60x slower per robot-second.
 fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
     let params = &p.cfg.params;
     let robot = Robot::new(params);
-    let h_max = p.cfg.fixed_step.h.unwrap_or_else(|| {
-        (p.cfg.fixed_step.safety * 2.0 / top_bending_frequency(&robot))
-            .min(p.cfg.fixed_step.max_step)
-    });
-    let steps = params.t_final / h_max.max(1e-9);
+    let h = p.cfg.fixed_step.step_for(&robot, p.cfg.metrics.dt_out);
+    let steps = params.t_final / h;
     let size = (params.n_legs * params.n_nodes) as f64 / 45.0;
     let per_step = 2.38e-4 / 30.0;
     let cpu = steps * size * per_step;
@@ -70,6 +67,37 @@ fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
     } else {
         cpu
     }
+}
+
+/// Name the points whose estimated cost is far (100x) above the median: one such point
+/// can hold a whole chunk (give it --point-timeout, or leave it out).
+fn warn_outliers(points: &[&PlannedPoint], costs: &[f64]) {
+    let mut sorted = costs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return;
+    };
+    let far: Vec<(u64, f64)> = points
+        .iter()
+        .zip(costs)
+        .filter(|(_, &c)| c > 100.0 * median && c > 60.0)
+        .map(|(p, &c)| (p.point_id, c))
+        .collect();
+    if far.is_empty() {
+        return;
+    }
+    let shown: Vec<String> = far
+        .iter()
+        .take(10)
+        .map(|(id, c)| format!("{id} (~{})", human(*c)))
+        .collect();
+    eprintln!(
+        "warning: {} points cost far more than the median point (~{}): {}{}; bound them with --point-timeout SECONDS",
+        far.len(),
+        human(median),
+        shown.join(", "),
+        if far.len() > 10 { ", ..." } else { "" }
+    );
 }
 
 fn human(seconds: f64) -> String {
@@ -92,11 +120,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         // A run option, not part of the sweep (its hash and its points stay the same).
         spec.config.point_timeout = Some(t);
     }
-    let plan = Plan::new(&spec)?;
     let shard = match &a.shard {
         Some(s) => Shard::parse(s)?,
         None => Shard::from_slurm(|k| std::env::var(k).ok())?.unwrap_or_default(),
     };
+    let plan = Plan::for_shard(&spec, shard)?;
     let batch = match a.batch {
         Some(0) => bail!("--batch 0: allowed is an integer >= 1"),
         Some(b) => b,
@@ -184,6 +212,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 " (estimate for the cpu backend)"
             }
         );
+        warn_outliers(&work.pending, &costs);
         if let Some(k) = a.validate {
             let ref_cost: f64 = work
                 .pending
@@ -224,7 +253,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
     println!(
-        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged or failed)",
+        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged, failed or over budget)",
         summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
     );
     println!(

@@ -384,11 +384,11 @@ pub fn integrate(
         } else {
             per_sample
         };
-        for _ in 0..steps {
+        for done in 0..steps {
             let over_steps = settings.max_steps.is_some_and(|m| stats.steps as u64 >= m);
             // The clock is read every 1024 steps (a step is ~µs; a read is ~25 ns).
             if over_steps || (stats.steps % 1024 == 0 && deadline.passed()) {
-                let t_reached = (s - 1) as f64 * dt_out;
+                let t_reached = (s - 1) as f64 * dt_out + done as f64 * h;
                 return (Status::BudgetExceeded { time: t_reached }, stats);
             }
             work += h * step(robot, &k, &mut q, &mut v);
