@@ -100,6 +100,7 @@ fn stopped_then_resumed_equals_uninterrupted() {
     let work = run::work(&spec, &plan, &o).unwrap();
     assert_eq!((work.already_done, work.pending.len()), (10, 14));
     run::run(&spec, &work.pending, &o, |_| {}).unwrap();
+    drop(work); // the shard's writer lock goes with it
 
     let a = dataset::read_dataset(&full).unwrap();
     let b = dataset::read_dataset(&part).unwrap();
