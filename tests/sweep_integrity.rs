@@ -271,3 +271,62 @@ fn other_sweeps_and_misplaced_parts_are_not_trusted() {
     );
     assert_eq!(scan.done_ids().len(), 40);
 }
+
+/// `map` never panics, whatever the directory holds: each case is a clear error (exit
+/// 2) naming the file or the column, or a map.
+#[test]
+fn map_never_panics_on_any_directory() {
+    let dir = scratch("map-any");
+    let good = dir.join("good");
+    run_sweep(&good, 10, false, None);
+    let part = dataset::part_files(&good).unwrap()[0].clone();
+    let bytes = std::fs::read(&part).unwrap();
+    let mut cases: Vec<(&str, PathBuf)> = Vec::new();
+    let mk = |name: &str| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    cases.push(("empty", mk("empty")));
+    let d = mk("garbage");
+    std::fs::write(d.join("x.parquet"), b"PAR1 not really").unwrap();
+    cases.push(("garbage", d));
+    let d = mk("truncated");
+    std::fs::write(d.join("p.parquet"), &bytes[..bytes.len() / 2]).unwrap();
+    cases.push(("truncated", d));
+    let d = mk("foreign");
+    let mut t = TableBuilder::default();
+    t.push(
+        field("point_id", DataType::UInt64, "1"),
+        Arc::new(UInt64Array::from(vec![0u64, 1])),
+    );
+    write_atomic(&d.join("a.parquet"), &t.finish().unwrap(), &[]).unwrap();
+    cases.push(("foreign", d));
+    let d = mk("twice");
+    std::fs::copy(&part, d.join("a.parquet")).unwrap();
+    std::fs::copy(&part, d.join("b.parquet")).unwrap();
+    cases.push(("twice", d));
+    for k in [100usize, 1000, 3000, 6000] {
+        let d = mk(&format!("flip{k}"));
+        let mut b = bytes.clone();
+        let at = k.min(b.len() - 9);
+        b[at] ^= 0xff;
+        std::fs::write(d.join("p.parquet"), &b).unwrap();
+        cases.push(("flipped", d));
+    }
+    cases.push(("not a directory", part.clone()));
+    for (what, d) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_metachron"))
+            .args(["map", d.to_str().unwrap(), "--x", "alpha", "--y", "beta"])
+            .arg("--out")
+            .arg(dir.join("m.png"))
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            matches!(o.status.code(), Some(0) | Some(2)) && !e.contains("panicked"),
+            "{what}: {:?} {e}",
+            o.status
+        );
+    }
+}

@@ -452,8 +452,20 @@ pub fn metrics_batch(
     t.finish()
 }
 
-/// Read every batch of a Parquet file back (for tests and tools).
+/// Read every batch of a Parquet file back, with its file metadata. A file the decoder
+/// cannot read (corrupted, truncated, not Parquet) is an error naming it, never a panic.
 pub fn read_parquet(
+    path: &Path,
+) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
+    std::panic::catch_unwind(|| read_parquet_inner(path)).unwrap_or_else(|_| {
+        Err(OutputError::Invalid {
+            path: path.display().to_string(),
+            message: "the Parquet decoder failed on it (corrupted?)".into(),
+        })
+    })
+}
+
+fn read_parquet_inner(
     path: &Path,
 ) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -477,6 +489,12 @@ pub fn read_parquet(
         })
         .unwrap_or_default();
     let reader = builder.build().map_err(pq)?;
-    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    // Decoding errors name the file (they were bare `Parquet error: ...` before).
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| OutputError::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
     Ok((batches, kv))
 }
