@@ -7,6 +7,7 @@
 //! batch the device cannot run is split and retried smaller, and what still fails runs
 //! on the CPU engine with a notice; each result records the backend that produced it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -54,18 +55,33 @@ pub fn run_point_streaming(
     }
 }
 
+/// Set once the GPU has failed on a single point: the rest of the process runs on the
+/// cpu engine (each row's `backend` says so).
+static GPU_ABANDONED: AtomicBool = AtomicBool::new(false);
+
 /// Run every configuration on `backend` (see the module notes for the GPU).
 pub fn run_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult, SolverError>> {
     match backend {
+        Backend::Gpu if GPU_ABANDONED.load(Ordering::Relaxed) => run_cpu_batch(cfgs, Backend::Cpu),
         Backend::Gpu => match crate::gpu::shared_engine() {
             Ok(engine) => run_degrading(
                 cfgs,
                 &mut |part| {
-                    engine
-                        .run(part)
+                    // A device fault that panics inside wgpu (validation, lost device)
+                    // is a failure of this call, never of the sweep.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run(part)))
+                        .unwrap_or_else(|_| {
+                            Err(crate::gpu::GpuError::Execution(
+                                "the device failed (wgpu panicked)".into(),
+                            ))
+                        })
                         .map_err(|e| SolverError::Gpu(Arc::new(e)))
                 },
-                &mut |part| run_cpu_batch(part, Backend::Cpu),
+                &mut |part| {
+                    // A device that cannot run even one point is not asked again.
+                    GPU_ABANDONED.store(true, Ordering::Relaxed);
+                    run_cpu_batch(part, Backend::Cpu)
+                },
             ),
             Err(reason) => {
                 notice_once(&format!(
