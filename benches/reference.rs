@@ -4,9 +4,9 @@
 //! docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use metachron::batch::run_point;
 use metachron::model::Robot;
 use metachron::params::Params;
-use metachron::batch::run_point;
 use metachron::simulate::{Backend, RunConfig};
 use std::hint::black_box;
 

@@ -14,9 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::SolverError;
 use crate::sample::Sample;
-use crate::simulate::{
-    blank_unless_ok, run_serial, Backend, PointResult, RunConfig, SerialEngine,
-};
+use crate::simulate::{blank_unless_ok, run_serial, Backend, PointResult, RunConfig, SerialEngine};
 
 /// Run one point on `backend`. `keep_samples` keeps the time series in memory (it
 /// grows with t_final / dt_out; stream with [`run_point_streaming`] instead);
@@ -100,7 +98,10 @@ pub fn run_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult
 
 /// The CPU batch engine (fixed-step DKD-dc, f64), one result per configuration in
 /// order. Each point's `point_timeout` counts from when that point starts.
-pub fn run_cpu_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult, SolverError>> {
+pub fn run_cpu_batch(
+    cfgs: &[RunConfig],
+    backend: Backend,
+) -> Vec<Result<PointResult, SolverError>> {
     let engine = if backend == Backend::Reference {
         SerialEngine::Reference
     } else {
@@ -111,13 +112,18 @@ pub fn run_cpu_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointRe
         .collect()
 }
 
+/// Runs a whole batch on a device, or fails as a whole.
+pub type DeviceRunner<'a> = dyn FnMut(&[RunConfig]) -> Result<Vec<PointResult>, SolverError> + 'a;
+/// Runs points elsewhere, one result each.
+pub type FallbackRunner<'a> = dyn FnMut(&[RunConfig]) -> Vec<Result<PointResult, SolverError>> + 'a;
+
 /// Run `cfgs` on a device runner; a failing call is split in halves and retried, and
 /// a single point the device still cannot run goes to `fallback` (with a notice).
 /// Results come back in order; metrics of unfinished runs are NaN.
 pub fn run_degrading(
     cfgs: &[RunConfig],
-    device: &mut dyn FnMut(&[RunConfig]) -> Result<Vec<PointResult>, SolverError>,
-    fallback: &mut dyn FnMut(&[RunConfig]) -> Vec<Result<PointResult, SolverError>>,
+    device: &mut DeviceRunner,
+    fallback: &mut FallbackRunner,
 ) -> Vec<Result<PointResult, SolverError>> {
     if cfgs.is_empty() {
         return Vec::new();

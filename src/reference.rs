@@ -9,11 +9,11 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason, Vector};
 use crate::error::SolverError;
 pub use crate::integrate::settings::{Method, ReferenceSettings, SolverStats};
 use crate::model::Robot;
 use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, Status};
+use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason, Vector};
 
 /// Evaluates dy/dt for the reference's first-order system.
 struct Rhs {
@@ -123,7 +123,7 @@ pub fn run_reference(
             ny,
         )
         .build()
-        .map_err(|e| SolverError::Setup(e))?;
+        .map_err(SolverError::Setup)?;
 
     let mut next = 0usize;
     let emit = |y: &[f64], t: f64, on_sample: &mut dyn FnMut(&Sample)| {
@@ -139,12 +139,10 @@ pub fn run_reference(
 
     macro_rules! drive {
         ($solver:expr) => {{
-            let mut solver = $solver.map_err(|e| SolverError::Setup(e))?;
+            let mut solver = $solver.map_err(SolverError::Setup)?;
             // The budget is checked below (budget_exceeded), not by diffsol (an error).
             solver.config_mut().maximum_number_timesteps = usize::MAX;
-            solver
-                .set_stop_time(t_final)
-                .map_err(|e| SolverError::Setup(e))?;
+            solver.set_stop_time(t_final).map_err(SolverError::Setup)?;
             let status = loop {
                 let t_before = solver.state().t;
                 if solver.get_statistics().number_of_steps >= settings.max_steps

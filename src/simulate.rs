@@ -96,7 +96,10 @@ impl RunConfig {
         };
         let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| toml_err(&e))?;
         // A sweep file given as a config: say so instead of failing on its first table.
-        if let Some(k) = ["base", "axes"].into_iter().find(|k| table.contains_key(*k)) {
+        if let Some(k) = ["base", "axes"]
+            .into_iter()
+            .find(|k| table.contains_key(*k))
+        {
             return Err(toml_err(&format!(
                 "`{k}` belongs in a sweep file (run it with `metachron sweep FILE`); a config \
                  file holds parameters at the top level and optional [solver], [metrics] and \

@@ -38,9 +38,15 @@ fn batches_that_do_not_fit_the_device_fall_back_to_cpu() {
         String::from_utf8_lossy(&o.stderr).into_owned()
     };
     let err = run("gpu", "gpu", Some("64"));
-    assert!(err.contains("running such points on the cpu engine"), "{err}");
+    assert!(
+        err.contains("running such points on the cpu engine"),
+        "{err}"
+    );
     run("cpu", "cpu", None);
-    let (g, c) = (read_dataset(&dir.join("gpu")).unwrap(), read_dataset(&dir.join("cpu")).unwrap());
+    let (g, c) = (
+        read_dataset(&dir.join("gpu")).unwrap(),
+        read_dataset(&dir.join("cpu")).unwrap(),
+    );
     assert_eq!(g.rows(), 4);
     match g.column("backend") {
         Some(Column::Text(v)) => assert!(v.iter().all(|b| b == "cpu"), "{v:?}"),

@@ -5,10 +5,10 @@
 mod common;
 
 use common::validation::validation_points;
+use metachron::batch::run_point;
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::integrate::dkd::{self, KickConstants};
 use metachron::model::Robot;
-use metachron::batch::run_point;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 
 fn short(t_final: f64) -> Vec<(&'static str, RunConfig)> {

@@ -30,7 +30,10 @@ fn small(t_final: f64) -> RunConfig {
 fn all_nan(r: &PointResult) -> bool {
     let m = &r.metrics;
     m.scalars().iter().all(|x| x.is_nan())
-        && m.pair_plv.iter().chain(&m.leg_frequency).all(|x| x.is_nan())
+        && m.pair_plv
+            .iter()
+            .chain(&m.leg_frequency)
+            .all(|x| x.is_nan())
 }
 
 /// The acceptance run, scaled to a test: 12 points, one of which (K_M = 1e12:
@@ -49,7 +52,12 @@ fn a_never_finishing_point_ends_over_budget_and_its_chunk_is_written() {
     let out = dir.join("out");
     let bin = env!("CARGO_BIN_EXE_metachron");
     let o = Command::new(bin)
-        .args(["sweep", file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .args(["--point-timeout", "2", "--batch", "12", "--quiet"])
         .output()
         .unwrap();
@@ -77,7 +85,10 @@ fn a_never_finishing_point_ends_over_budget_and_its_chunk_is_written() {
             assert!(error[i].is_empty() && disp[i].is_finite() && work[i].is_finite());
         }
     }
-    let o = Command::new(bin).args(["check", out.to_str().unwrap()]).output().unwrap();
+    let o = Command::new(bin)
+        .args(["check", out.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
 }
 
@@ -101,7 +112,9 @@ fn step_budgets_end_both_engines_at_the_step_count() {
     c.solver.max_steps = 50;
     let r = run_point(&c, Backend::Reference, false, |_| {}).unwrap();
     assert_eq!(r.stats.steps, 50);
-    assert!(matches!(r.metrics.status, Status::BudgetExceeded { time } if time > 0.0 && time < 0.2));
+    assert!(
+        matches!(r.metrics.status, Status::BudgetExceeded { time } if time > 0.0 && time < 0.2)
+    );
     assert!(all_nan(&r));
 
     // Zero is refused by name, never taken as "no limit".
@@ -122,7 +135,11 @@ fn point_timeout_stops_the_reference_and_each_point_has_its_own_clock() {
     for r in &r {
         let r = r.as_ref().unwrap();
         assert!(matches!(r.metrics.status, Status::BudgetExceeded { .. }));
-        assert!(r.wall_seconds >= 0.5 && r.wall_seconds < 5.0, "{}", r.wall_seconds);
+        assert!(
+            r.wall_seconds >= 0.5 && r.wall_seconds < 5.0,
+            "{}",
+            r.wall_seconds
+        );
     }
     assert!(wall < 20.0, "{wall}");
 }
@@ -133,7 +150,11 @@ fn diverged_runs_have_nan_metrics_and_say_why() {
     let mut c = small(0.5);
     c.fixed_step.h = Some(0.05); // far above 2/ω_max: the explicit elastic force blows up
     let r = run_point(&c, Backend::Cpu, false, |_| {}).unwrap();
-    assert!(matches!(r.metrics.status, Status::Diverged { .. }), "{:?}", r.metrics.status);
+    assert!(
+        matches!(r.metrics.status, Status::Diverged { .. }),
+        "{:?}",
+        r.metrics.status
+    );
     assert!(all_nan(&r));
     assert!(r.metrics.status.describe().contains("finite range"));
 }
@@ -176,8 +197,15 @@ fn device_faults_split_the_batch_then_fall_back_per_point() {
     for (c, r) in cfgs.iter().zip(&out) {
         let r = r.as_ref().unwrap();
         let alone = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
-        assert_eq!(r.metrics.lag_order.to_bits(), alone.metrics.lag_order.to_bits());
-        let want = if c.params.alpha == 107.0 { Backend::Cpu } else { Backend::Gpu };
+        assert_eq!(
+            r.metrics.lag_order.to_bits(),
+            alone.metrics.lag_order.to_bits()
+        );
+        let want = if c.params.alpha == 107.0 {
+            Backend::Cpu
+        } else {
+            Backend::Gpu
+        };
         assert_eq!(r.backend, want, "alpha {}", c.params.alpha);
     }
     assert_eq!(fell_back, vec![107.0]);

@@ -52,7 +52,12 @@ fn opts(out: &Path, batch: usize, resume: bool) -> RunOptions {
 }
 
 /// Run (or resume) the sweep; returns (already done, run now, quarantined files).
-fn run_sweep(out: &Path, batch: usize, resume: bool, stop: Option<usize>) -> (usize, usize, Vec<Defect>) {
+fn run_sweep(
+    out: &Path,
+    batch: usize,
+    resume: bool,
+    stop: Option<usize>,
+) -> (usize, usize, Vec<Defect>) {
     let spec = spec();
     let plan = Plan::new(&spec).unwrap();
     let mut o = opts(out, batch, resume);
@@ -112,21 +117,31 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
     assert!(e.contains("summary.parquet") && e.contains("column"), "{e}");
     let (code, text) = check(&out);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("summary.parquet") && text.contains("20 point ids missing"), "{text}");
+    assert!(
+        text.contains("summary.parquet") && text.contains("20 point ids missing"),
+        "{text}"
+    );
 
     let (done, ran, q) = run_sweep(&out, 5, true, None);
     assert_eq!((done, ran), (20, 20));
     assert!(matches!(q.as_slice(), [Defect::Schema(_)]), "{q:?}");
     assert!(!foreign.exists());
     assert!(out.join("quarantine/summary.parquet").exists());
-    let reason = std::fs::read_to_string(out.join("quarantine/summary.parquet.reason.txt")).unwrap();
-    assert!(reason.contains("not a part of a metachron dataset"), "{reason}");
+    let reason =
+        std::fs::read_to_string(out.join("quarantine/summary.parquet.reason.txt")).unwrap();
+    assert!(
+        reason.contains("not a part of a metachron dataset"),
+        "{reason}"
+    );
     let ds = dataset::read_dataset(&out).unwrap();
     assert_eq!(sorted_ids(&ds), (0..40).collect::<Vec<_>>());
     // Complete, but the quarantined file keeps it from being clean.
     let (code, text) = check(&out);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("complete") && text.contains("QUARANTINED"), "{text}");
+    assert!(
+        text.contains("complete") && text.contains("QUARANTINED"),
+        "{text}"
+    );
     std::fs::remove_dir_all(out.join("quarantine")).unwrap();
     let (code, text) = check(&out);
     assert_eq!(code, 0, "{text}");
@@ -135,7 +150,12 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
 /// Offsets of the little-endian bytes of `x` in `bytes`.
 fn find_f64(bytes: &[u8], x: f64) -> Vec<usize> {
     let pat = x.to_le_bytes();
-    bytes.windows(8).enumerate().filter(|(_, w)| *w == pat).map(|(i, _)| i).collect()
+    bytes
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == pat)
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Found 2: a flipped bit inside a part's data pages. Before: a changed value was
@@ -217,7 +237,8 @@ fn a_second_writer_fails_at_once_naming_the_holder_and_touches_nothing() {
             .expect("second writer refused")
             .to_string();
         assert!(
-            e.contains("locked by another writer") && e.contains(&format!("pid {}", std::process::id())),
+            e.contains("locked by another writer")
+                && e.contains(&format!("pid {}", std::process::id())),
             "{e}"
         );
         assert!(e.contains("host ") && e.contains("started "), "{e}");
@@ -226,7 +247,14 @@ fn a_second_writer_fails_at_once_naming_the_holder_and_touches_nothing() {
     let file = dir.join("integrity.toml");
     std::fs::write(&file, SWEEP).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_metachron"))
-        .args(["sweep", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--resume", "--quiet"])
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--resume",
+            "--quiet",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -239,7 +267,10 @@ fn a_second_writer_fails_at_once_naming_the_holder_and_touches_nothing() {
     drop(first);
     let (done, ran, q) = run_sweep(&out, 5, true, None);
     assert_eq!((done, ran, q.len()), (40, 0, 0));
-    assert!(!in_flight.exists(), "stale temporary kept after the writer ended");
+    assert!(
+        !in_flight.exists(),
+        "stale temporary kept after the writer ended"
+    );
     assert_eq!(dataset::read_dataset(&out).unwrap().rows(), 40);
 }
 
@@ -251,9 +282,17 @@ fn other_sweeps_and_misplaced_parts_are_not_trusted() {
     let dir = scratch("other");
     let out = dir.join("out");
     run_sweep(&out, 10, false, None);
-    let other = SweepSpec::from_str_named(&SWEEP.replace("t_final = 0.2", "t_final = 0.1"), "o.toml", "o").unwrap();
+    let other = SweepSpec::from_str_named(
+        &SWEEP.replace("t_final = 0.2", "t_final = 0.1"),
+        "o.toml",
+        "o",
+    )
+    .unwrap();
     let plan = Plan::new(&other).unwrap();
-    let e = run::work(&other, &plan, &opts(&out, 10, true)).err().unwrap().to_string();
+    let e = run::work(&other, &plan, &opts(&out, 10, true))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("different sweep file"), "{e}");
     assert!(!out.join("quarantine").exists());
 
@@ -265,7 +304,10 @@ fn other_sweeps_and_misplaced_parts_are_not_trusted() {
     let scan = verify::scan(&out, &exp).unwrap();
     assert_eq!(scan.bad.len(), 1, "{:?}", scan.bad);
     assert!(
-        matches!(scan.bad[0].1, Defect::Duplicate { .. } | Defect::WrongDirectory { .. }),
+        matches!(
+            scan.bad[0].1,
+            Defect::Duplicate { .. } | Defect::WrongDirectory { .. }
+        ),
         "{:?}",
         scan.bad
     );

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::output::map::{draw_map, MapRequest};
 use metachron::simulate::Backend;
+use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::{Plan, Shard, SweepSpec};
 

@@ -139,11 +139,17 @@ fn unwritable_outputs_fail_before_computing() {
             "is a directory".into(),
         ),
         (
-            vec!["--out".into(), dir.join("missing/x.parquet").display().to_string()],
+            vec![
+                "--out".into(),
+                dir.join("missing/x.parquet").display().to_string(),
+            ],
             "does not exist".into(),
         ),
         (
-            vec!["--metrics".into(), dir.join("afile/m.parquet").display().to_string()],
+            vec![
+                "--metrics".into(),
+                dir.join("afile/m.parquet").display().to_string(),
+            ],
             "afile".into(),
         ),
     ];
@@ -157,14 +163,30 @@ fn unwritable_outputs_fail_before_computing() {
             .unwrap();
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-        assert!(e.contains(want.as_str()) && !e.contains(".tmp-"), "{args:?}: {e}");
-        assert!(t0.elapsed() < Duration::from_secs(10), "computed first: {args:?}");
+        assert!(
+            e.contains(want.as_str()) && !e.contains(".tmp-"),
+            "{args:?}: {e}"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "computed first: {args:?}"
+        );
     }
     // A sweep whose --out is a file.
     let sweep = dir.join("s.toml");
-    std::fs::write(&sweep, "[base]\nt_final = 1000.0\n[[axes]]\nparam = \"alpha\"\nvalues = [1.0, 2.0]\n").unwrap();
+    std::fs::write(
+        &sweep,
+        "[base]\nt_final = 1000.0\n[[axes]]\nparam = \"alpha\"\nvalues = [1.0, 2.0]\n",
+    )
+    .unwrap();
     let o = bin()
-        .args(["sweep", sweep.to_str().unwrap(), "--out", dir.join("afile").to_str().unwrap(), "--quiet"])
+        .args([
+            "sweep",
+            sweep.to_str().unwrap(),
+            "--out",
+            dir.join("afile").to_str().unwrap(),
+            "--quiet",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -174,7 +196,14 @@ fn unwritable_outputs_fail_before_computing() {
     let ro = dir.join("ro");
     std::fs::create_dir_all(&ro).unwrap();
     let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", ro.to_str().unwrap()])
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            "ro,size=1m",
+            "tmpfs",
+            ro.to_str().unwrap(),
+        ])
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
@@ -195,7 +224,11 @@ fn unwritable_outputs_fail_before_computing() {
     let _ = Command::new("umount").arg(&ro).status();
     for o in [o1, o2] {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-        assert!(stderr(&o).contains("Read-only file system"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("Read-only file system"),
+            "{}",
+            stderr(&o)
+        );
         assert!(stderr(&o).contains(ro.to_str().unwrap()), "{}", stderr(&o));
     }
     assert!(t0.elapsed() < Duration::from_secs(10));
@@ -210,7 +243,10 @@ fn messages_name_the_field_and_range_once() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--set", "n_legs=-3"], "an integer in [2, 64]"),
         (vec!["--atol", "-1"], "`atol` = -1 is out of range"),
-        (vec!["--config", cfg.to_str().unwrap()], "belongs in a sweep file"),
+        (
+            vec!["--config", cfg.to_str().unwrap()],
+            "belongs in a sweep file",
+        ),
         (vec!["--point-timeout", "0"], "--point-timeout"),
     ];
     for (args, want) in cases {
@@ -227,7 +263,10 @@ fn messages_name_the_field_and_range_once() {
         "repeats = 2\n[base]\nn_legs = 3\nactuated = [1, 1, 1]\npsi_init = [0.0, 1.0, 2.0]\n[[axes]]\nparam = \"alpha\"\nvalues = [1.0]\n",
     )
     .unwrap();
-    let o = bin().args(["sweep", sweep.to_str().unwrap(), "--dry-run"]).output().unwrap();
+    let o = bin()
+        .args(["sweep", sweep.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("psi_init"), "{}", stderr(&o));
 }
@@ -243,7 +282,15 @@ fn temporaries_of_dead_writers_are_removed() {
     let alive = dir.join(format!(".run.parquet.tmp-{}", std::process::id()));
     std::fs::write(&alive, b"mine").unwrap();
     let o = bin()
-        .args(["simulate", "--backend", "cpu", "--set", "t_final=0.05", "--quiet", "--out"])
+        .args([
+            "simulate",
+            "--backend",
+            "cpu",
+            "--set",
+            "t_final=0.05",
+            "--quiet",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();

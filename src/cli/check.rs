@@ -51,7 +51,10 @@ fn sweep_of(a: &CheckArgs) -> Result<SweepSpec> {
 
 pub fn run(a: CheckArgs) -> Result<ExitCode> {
     if !a.dir.is_dir() {
-        bail!("{}: not a directory (give the --out DIR of a sweep)", a.dir.display());
+        bail!(
+            "{}: not a directory (give the --out DIR of a sweep)",
+            a.dir.display()
+        );
     }
     let spec = sweep_of(&a)?;
     let exp = expected(&spec)?;
@@ -90,7 +93,13 @@ fn print_report(h: &Health) {
             .missing
             .iter()
             .take(20)
-            .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+            .map(|&(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
             .collect();
         println!(
             "  INCOMPLETE: {} point ids missing: {}{}",

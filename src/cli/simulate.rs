@@ -7,11 +7,11 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use metachron::batch::run_point_streaming;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::{parquet, plots};
 use metachron::reference::Method;
-use metachron::batch::run_point_streaming;
 use metachron::sample::Sample;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 
@@ -205,8 +205,8 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     if let Some(dir) = &plan.snapshots {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--snapshots: cannot create {}", dir.display()))?;
-        let probe = parquet::PendingFile::create(&dir.join("basal_angles.png"))
-            .context("--snapshots")?;
+        let probe =
+            parquet::PendingFile::create(&dir.join("basal_angles.png")).context("--snapshots")?;
         drop(probe);
     }
     // Samples are streamed to --out; only --snapshots keeps them (its pictures need
@@ -247,7 +247,10 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     let meta = file_metadata(&plan, &result);
     if let (Some(w), Some(path)) = (series, &plan.out) {
         let end_meta = vec![
-            ("metachron.backend".to_string(), result.backend.label().to_string()),
+            (
+                "metachron.backend".to_string(),
+                result.backend.label().to_string(),
+            ),
             ("metachron.adapter".into(), adapter_label(&result)),
             (
                 "metachron.solver_stats".into(),

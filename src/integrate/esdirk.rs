@@ -11,8 +11,8 @@
 //! same solution (tested) at 5–10× the cost.
 
 use super::bordered_band::BorderedBand;
-use crate::model::Robot;
 use super::settings::{ReferenceSettings, SolverStats};
+use crate::model::Robot;
 use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, Status};
 
 const GAMMA: f64 = 0.435_866_521_508_459;

@@ -95,4 +95,3 @@ pub struct SolverStats {
     /// Step of a fixed-step backend (s); 0 for the adaptive reference.
     pub fixed_step: f64,
 }
-

@@ -154,16 +154,15 @@ impl PendingFile {
         &self.target
     }
 
-    /// The open temporary (for a writer to take).
+    /// A handle on the open temporary, for a writer (this keeps its own, to sync it).
     pub fn take_file(&mut self) -> Result<File, OutputError> {
-        let f = self
-            .file
-            .take()
-            .ok_or_else(|| io_err(&self.target, std::io::Error::other("already taken")))?;
-        f.try_clone().map_err(|e| io_err(&self.target, e)).map(|c| {
-            self.file = Some(f);
-            c
-        })
+        match &self.file {
+            Some(f) => f.try_clone().map_err(|e| io_err(&self.target, e)),
+            None => Err(io_err(
+                &self.target,
+                std::io::Error::other("already committed"),
+            )),
+        }
     }
 
     /// Flush to disk and rename onto the target.

@@ -449,7 +449,10 @@ fn column_of(a: &dyn Array) -> Option<Column> {
 }
 
 /// Why `schema` is not a part's schema (a missing or retyped column), if it is not.
-pub fn schema_mismatch(schema: &arrow_schema::Schema, expected: &arrow_schema::Schema) -> Option<String> {
+pub fn schema_mismatch(
+    schema: &arrow_schema::Schema,
+    expected: &arrow_schema::Schema,
+) -> Option<String> {
     for f in expected.fields() {
         match schema.field_with_name(f.name()) {
             Err(_) => return Some(format!("column `{}` is missing", f.name())),

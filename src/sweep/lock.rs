@@ -3,8 +3,9 @@
 //! ends. The file names its holder (pid, host, start time) for the error a second
 //! writer gets.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Name of the lock file inside a shard's directory.
@@ -49,9 +50,13 @@ pub fn lock_shard(shard_dir: &Path) -> Result<ShardLock, LockError> {
         .truncate(false)
         .open(&path)
         .map_err(io)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
+    // flock(2), exclusive, non-blocking (std's File::try_lock needs Rust 1.89).
+    // SAFETY: the descriptor is open and owned by `file` for the whole call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    let err = std::io::Error::last_os_error();
+    match rc {
+        0 => {}
+        _ if err.kind() == std::io::ErrorKind::WouldBlock => {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             let holder = holder.trim();
@@ -64,7 +69,7 @@ pub fn lock_shard(shard_dir: &Path) -> Result<ShardLock, LockError> {
                 },
             });
         }
-        Err(TryLockError::Error(e)) => return Err(io(e)),
+        _ => return Err(io(err)),
     }
     let who = format!(
         "pid {}, host {}, started {}",

@@ -208,8 +208,7 @@ pub fn run(
             .iter()
             .find_map(|r| r.as_ref().ok().map(|r| r.backend))
             .unwrap_or(opts.backend);
-        let mut meta =
-            dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
+        let mut meta = dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
         meta.extend(dataset::integrity_metadata(&batch)?);
         let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
         write_atomic(&path, &batch, &meta)?;

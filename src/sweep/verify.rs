@@ -75,12 +75,17 @@ pub struct Scan {
 impl Scan {
     /// Every point id of the good parts (each once: duplicates make a part bad).
     pub fn done_ids(&self) -> std::collections::HashSet<u64> {
-        self.good.iter().flat_map(|p| p.ids.iter().copied()).collect()
+        self.good
+            .iter()
+            .flat_map(|p| p.ids.iter().copied())
+            .collect()
     }
 }
 
 fn meta<'a>(m: &'a HashMap<String, String>, key: &'static str) -> Result<&'a str, Defect> {
-    m.get(key).map(String::as_str).ok_or(Defect::MissingMetadata(key))
+    m.get(key)
+        .map(String::as_str)
+        .ok_or(Defect::MissingMetadata(key))
 }
 
 fn parsed<T: std::str::FromStr>(
