@@ -211,8 +211,8 @@ pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, OutputError> {
     Ok(s)
 }
 
-/// Move a bad file to `DIR/quarantine/` (its path below DIR flattened into the name)
-/// and write the reason beside it. Returns the new path. A file another process has
+/// Move a bad file to `DIR/quarantine/` (its path below DIR flattened into the name,
+/// `.quarantined` appended) and write the reason beside it. Returns the new path. A file another process has
 /// already moved is not an error.
 pub fn quarantine(dir: &Path, file: &Path, defect: &Defect) -> Result<PathBuf, OutputError> {
     let qdir = dir.join(QUARANTINE_DIR);
@@ -227,6 +227,8 @@ pub fn quarantine(dir: &Path, file: &Path, defect: &Defect) -> Result<PathBuf, O
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join("__");
+    // Not `*.parquet` any more: `DIR/**/*.parquet` globs (DuckDB, polars) skip it.
+    let flat = format!("{flat}.quarantined");
     let target = qdir.join(&flat);
     match std::fs::rename(file, &target) {
         Ok(()) => {}
