@@ -126,9 +126,10 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
     assert_eq!((done, ran), (20, 20));
     assert!(matches!(q.as_slice(), [Defect::Schema(_)]), "{q:?}");
     assert!(!foreign.exists());
-    assert!(out.join("quarantine/summary.parquet").exists());
+    assert!(out.join("quarantine/summary.parquet.quarantined").exists());
     let reason =
-        std::fs::read_to_string(out.join("quarantine/summary.parquet.reason.txt")).unwrap();
+        std::fs::read_to_string(out.join("quarantine/summary.parquet.quarantined.reason.txt"))
+            .unwrap();
     assert!(
         reason.contains("not a part of a metachron dataset"),
         "{reason}"
