@@ -109,6 +109,11 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
              (it accumulates the metrics on the device); use --backend cpu for them"
         );
         a.gpu.apply()?;
+        if a.point_timeout.is_some() {
+            eprintln!(
+                "warning: --point-timeout is not applied on the device: the run goes to t_final"
+            );
+        }
     }
     let t_final = cfg.params.t_final;
     let snapshot_times = if a.snapshot_times.is_empty() {

@@ -119,6 +119,12 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         );
         // A run option, not part of the sweep (its hash and its points stay the same).
         spec.config.point_timeout = Some(t);
+        if a.backend == Backend::Gpu {
+            eprintln!(
+                "warning: --point-timeout is not applied on the device: gpu chunks run to \
+                 t_final (points that fall back to the cpu engine honour it)"
+            );
+        }
     }
     let shard = match &a.shard {
         Some(s) => Shard::parse(s)?,
