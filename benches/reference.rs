@@ -4,9 +4,10 @@
 //! docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use metachron::batch::run_point;
 use metachron::model::Robot;
 use metachron::params::Params;
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::simulate::{Backend, RunConfig};
 use std::hint::black_box;
 
 /// One evaluation of all accelerations (the right-hand side) of the paper's robot,

@@ -3,10 +3,11 @@
 //!
 //! `cargo run --release --example integrator_study`
 
+use metachron::batch::run_point;
 use metachron::integrate::dkd::{top_bending_frequency, DkdSettings};
 use metachron::integrate::esdirk::acceleration_jacobian;
 use metachron::model::Robot;
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::simulate::{Backend, RunConfig};
 use nalgebra::DMatrix;
 
 fn main() {

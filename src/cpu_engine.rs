@@ -15,10 +15,11 @@ use rayon::prelude::*;
 use crate::error::SolverError;
 use crate::integrate::lanes::{run_block, Isa, LaneEnd, LaneJob};
 use crate::integrate::schedule::SampleSchedule;
+use crate::integrate::settings::SolverStats;
 use crate::metrics::MetricsAccumulator;
 use crate::model::Robot;
-use crate::reference::SolverStats;
-use crate::simulate::{Backend, PointResult, RunConfig};
+use crate::sample::Deadline;
+use crate::simulate::{blank_unless_ok, Backend, PointResult, RunConfig};
 
 /// One instance, prepared.
 struct Prepared<'a> {
@@ -96,6 +97,9 @@ fn run_one_block(isa: Isa, lanes: &[&Prepared]) -> Vec<PointResult> {
             robot: &p.robot,
             schedule: p.schedule,
             theta: p.cfg.fixed_step.theta,
+            max_steps: p.cfg.fixed_step.max_steps,
+            // Each point's `--point-timeout` counts from its block's start.
+            deadline: Deadline::after(p.cfg.point_timeout),
         })
         .collect();
     let mut accs: Vec<MetricsAccumulator> = lanes
@@ -103,9 +107,11 @@ fn run_one_block(isa: Isa, lanes: &[&Prepared]) -> Vec<PointResult> {
         .map(|p| MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics))
         .collect();
     let mut on_sample = |j: usize, s: &crate::sample::Sample| accs[j].push(s);
-    let ends: Vec<LaneEnd> = match isa.lanes() {
-        8 => run_block::<8>(isa, &jobs, &mut on_sample, &mut |_| {}),
-        4 => run_block::<4>(isa, &jobs, &mut on_sample, &mut |_| {}),
+    let ends: Vec<LaneEnd> = match (lanes.len(), isa.lanes()) {
+        // A lone instance runs the one-lane kernel rather than a padded block.
+        (1, _) => run_block::<1>(isa.one_lane(), &jobs, &mut on_sample, &mut |_| {}),
+        (_, 8) => run_block::<8>(isa, &jobs, &mut on_sample, &mut |_| {}),
+        (_, 4) => run_block::<4>(isa, &jobs, &mut on_sample, &mut |_| {}),
         _ => run_block::<2>(isa, &jobs, &mut on_sample, &mut |_| {}),
     };
     // The block's wall time shared among its instances.
@@ -115,7 +121,7 @@ fn run_one_block(isa: Isa, lanes: &[&Prepared]) -> Vec<PointResult> {
         .zip(accs)
         .zip(ends)
         .map(|((p, acc), end)| PointResult {
-            metrics: acc.finish(end.status),
+            metrics: blank_unless_ok(acc.finish(end.status)),
             stats: SolverStats {
                 steps: end.steps,
                 fixed_step: p.schedule.h,

@@ -13,8 +13,12 @@ pub enum ParamError {
         value: f64,
         allowed: String,
     },
-    #[error("parameter `{field}` must be an integer, got {value}")]
-    NotInteger { field: String, value: f64 },
+    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    NotInteger {
+        field: String,
+        value: f64,
+        allowed: String,
+    },
     #[error(
         "parameter `{field}` has {len} entries but n_legs = {n_legs}: one per leg is required"
     )]
@@ -44,16 +48,31 @@ pub enum SettingsError {
     },
 }
 
-/// Failures of the stiff reference solver.
-#[derive(Debug, Error)]
+/// Failures of an engine that stop it before it can report a status (a run that
+/// diverges, fails or exceeds its budget is a [`crate::sample::Status`], not an error).
+/// Cloneable: one device failure is reported in every instance of its batch.
+#[derive(Debug, Error, Clone)]
 pub enum SolverError {
-    #[error("solver could not be set up: {0}")]
-    Setup(String),
+    #[error("reference solver could not be set up: {0}")]
+    Setup(#[source] diffsol::error::DiffsolError),
     #[error("step failed at t = {time}: {message}")]
     StepFailed { time: f64, message: String },
+    /// A GPU failure, kept typed (downcast the source to `gpu::GpuError`).
     #[error("GPU backend: {0}")]
-    Gpu(String),
+    Gpu(#[source] std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>),
 }
+
+impl SolverError {
+    /// A GPU failure described by text only (no typed cause).
+    pub fn gpu(message: impl Into<String>) -> SolverError {
+        SolverError::Gpu(std::sync::Arc::new(GpuMessage(message.into())))
+    }
+}
+
+/// A GPU failure that has only a message.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct GpuMessage(pub String);
 
 /// Failures while writing or reading outputs.
 #[derive(Debug, Error)]
@@ -74,4 +93,8 @@ pub enum OutputError {
     Arrow(#[from] arrow_schema::ArrowError),
     #[error("plot error on {path}: {message}")]
     Plot { path: String, message: String },
+    /// A file that is readable but not what it should be (a foreign table, a column
+    /// of the wrong type).
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
 }

@@ -29,6 +29,9 @@ enum Command {
     Devices,
     /// Measure robot-seconds per wall-second of every engine on this machine.
     Bench(cli::bench::BenchArgs),
+    /// Report a sweep dataset's health: complete, missing ids, bad or quarantined files,
+    /// who wrote what. Exit 0 only when complete and clean.
+    Check(cli::check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,12 +42,29 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cli::sweep::run(args),
         Command::Map(args) => cli::map::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Check(args) => cli::check::run(args),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes joined by ": ", each said once (a library error that
+/// already shows its cause in its own text is not followed by that cause again).
+fn message(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }

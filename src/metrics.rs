@@ -72,15 +72,26 @@ impl MetricsSettings {
 
     /// Time of sample k (the last one is exactly t_final).
     pub fn sample_time(&self, k: usize, t_final: f64) -> f64 {
-        (k as f64 * self.dt_out).min(t_final)
+        self.sample_times(t_final).at(k)
+    }
+
+    /// The whole output schedule of a run (computed on demand, never stored).
+    pub fn sample_times(&self, t_final: f64) -> crate::sample::SampleTimes {
+        crate::sample::SampleTimes::new(self.dt_out, t_final, self.sample_count(t_final))
     }
 
     /// First sample inside the evaluation window (`sample_count + 1` when none is).
+    /// Computed, not searched: a run may have 1e10 samples.
     pub fn window_first_sample(&self, t_final: f64) -> usize {
         let n = self.sample_count(t_final);
-        (0..=n)
-            .find(|&k| in_window(self.sample_time(k, t_final), self.window_start(t_final)))
-            .unwrap_or(n + 1)
+        let (start, at) = (self.window_start(t_final), |k| self.sample_time(k, t_final));
+        let guess = ((start - 1e-9) / self.dt_out).ceil().max(0.0) as usize;
+        // Settle the rounding of the guess against the same test the accumulator uses.
+        let mut k = guess.saturating_sub(1).min(n + 1);
+        while k <= n && !in_window(at(k), start) {
+            k += 1;
+        }
+        k
     }
 
     pub fn validate(&self, t_final: f64) -> Result<(), SettingsError> {
@@ -383,7 +394,7 @@ impl MetricsAccumulator {
         });
         let class = match status {
             Status::Diverged { .. } => Class::Diverged,
-            Status::SolverFailed { .. } => Class::Failed,
+            Status::SolverFailed { .. } | Status::BudgetExceeded { .. } => Class::Failed,
             Status::Ok if !all_locked || self.win_count == 0 => Class::Unlocked,
             Status::Ok if lag_order < th.order_min => Class::Locked,
             Status::Ok if mean_lag.abs() >= th.lag_min => Class::Metachronal,

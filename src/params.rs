@@ -110,7 +110,15 @@ macro_rules! define_params {
     };
     (@cast usize, $name:expr, $x:expr) => {
         if $x.fract() == 0.0 && (0.0..=1e9).contains(&$x) { Ok($x as usize) } else {
-            Err(ParamError::NotInteger { field: $name.to_string(), value: $x })
+            Err(ParamError::NotInteger {
+                field: $name.to_string(),
+                value: $x,
+                allowed: SCALAR_PARAMS
+                    .iter()
+                    .find(|s| s.name == $name)
+                    .map(|s| s.range.describe())
+                    .unwrap_or_else(|| "an integer".into()),
+            })
         }
     };
     (@cast f64, $name:expr, $x:expr) => { Ok::<f64, ParamError>($x) };

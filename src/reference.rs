@@ -9,94 +9,11 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason, Vector};
-use serde::{Deserialize, Serialize};
-
-use crate::error::{SettingsError, SolverError};
+use crate::error::SolverError;
+pub use crate::integrate::settings::{Method, ReferenceSettings, SolverStats};
 use crate::model::Robot;
-use crate::sample::{state_is_sane, Sample, Status};
-
-/// Which diffsol method integrates the reference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    /// ESDIRK3(4) on the structured reduced Newton system (metachron's own; default).
-    Esdirk34,
-    /// diffsol's variable-order BDF on the full dense first-order system (cross-check).
-    DiffsolBdf,
-    /// diffsol's ESDIRK3(4) on the full dense first-order system (cross-check).
-    DiffsolEsdirk34,
-}
-
-/// Tolerances and limits of the reference solve.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReferenceSettings {
-    pub method: Method,
-    pub rtol: f64,
-    pub atol: f64,
-    /// Steps allowed before the run is reported as `solver_failed`.
-    pub max_steps: usize,
-    /// Smallest step (s) before the run is reported as `solver_failed`: far below any
-    /// time scale the solver must follow on the paper's robot (its smallest steps are
-    /// ~1e-6 s), so hitting it means the model has left what an integrator can follow.
-    pub min_step: f64,
-    /// A run whose last `stall_steps` step attempts were all shorter than `stall_step`
-    /// (s) has stalled and is reported as `solver_failed` (a contact switching on or off
-    /// shrinks a few steps to ~1e-12 s; a model that has broken down keeps them there).
-    pub stall_step: f64,
-    pub stall_steps: usize,
-}
-
-impl Default for ReferenceSettings {
-    fn default() -> Self {
-        ReferenceSettings {
-            method: Method::Esdirk34,
-            rtol: 1e-5,
-            atol: 1e-8,
-            max_steps: 20_000_000,
-            min_step: 1e-13,
-            stall_step: 1e-8,
-            stall_steps: 2000,
-        }
-    }
-}
-
-impl ReferenceSettings {
-    pub fn validate(&self) -> Result<(), SettingsError> {
-        if !(self.min_step.is_finite() && self.min_step > 0.0) {
-            return Err(SettingsError::OutOfRange {
-                field: "min_step".into(),
-                value: self.min_step,
-                allowed: "a finite number > 0 (s)".into(),
-            });
-        }
-        for (f, v) in [("rtol", self.rtol), ("atol", self.atol)] {
-            if !(v.is_finite() && v > 0.0 && v < 1.0) {
-                return Err(SettingsError::OutOfRange {
-                    field: f.into(),
-                    value: v,
-                    allowed: "0 < tol < 1".into(),
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Work counters of one reference solve.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-pub struct SolverStats {
-    pub steps: usize,
-    pub rejected_steps: usize,
-    pub rhs_evals: usize,
-    pub jacobian_evals: usize,
-    pub lu_factorizations: usize,
-    pub newton_iterations: usize,
-    pub newton_failures: usize,
-    /// Step of a fixed-step backend (s); 0 for the adaptive reference.
-    pub fixed_step: f64,
-}
+use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, Status};
+use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason, Vector};
 
 /// Evaluates dy/dt for the reference's first-order system.
 struct Rhs {
@@ -154,11 +71,13 @@ pub struct ReferenceRun {
 
 /// Integrate the robot from its initial state to `t_final`, handing every output
 /// sample (times `sample_times`, increasing, starting at 0) to `on_sample` and the
-/// reached time to `on_progress`. Failures become a [`Status`], never a panic.
+/// reached time to `on_progress`. Failures and an exhausted budget (`max_steps`,
+/// `deadline`) become a [`Status`], never a panic.
 pub fn run_reference(
     robot: &Robot,
     settings: &ReferenceSettings,
-    sample_times: &[f64],
+    sample_times: &SampleTimes,
+    deadline: Deadline,
     mut on_sample: impl FnMut(&Sample),
     mut on_progress: impl FnMut(f64),
 ) -> Result<ReferenceRun, SolverError> {
@@ -167,6 +86,7 @@ pub fn run_reference(
             robot,
             settings,
             sample_times,
+            deadline,
             &mut on_sample,
             &mut on_progress,
         );
@@ -203,7 +123,7 @@ pub fn run_reference(
             ny,
         )
         .build()
-        .map_err(|e| SolverError::Setup(e.to_string()))?;
+        .map_err(SolverError::Setup)?;
 
     let mut next = 0usize;
     let emit = |y: &[f64], t: f64, on_sample: &mut dyn FnMut(&Sample)| {
@@ -219,13 +139,17 @@ pub fn run_reference(
 
     macro_rules! drive {
         ($solver:expr) => {{
-            let mut solver = $solver.map_err(|e| SolverError::Setup(e.to_string()))?;
-            solver.config_mut().maximum_number_timesteps = settings.max_steps;
-            solver
-                .set_stop_time(t_final)
-                .map_err(|e| SolverError::Setup(e.to_string()))?;
+            let mut solver = $solver.map_err(SolverError::Setup)?;
+            // The budget is checked below (budget_exceeded), not by diffsol (an error).
+            solver.config_mut().maximum_number_timesteps = usize::MAX;
+            solver.set_stop_time(t_final).map_err(SolverError::Setup)?;
             let status = loop {
                 let t_before = solver.state().t;
+                if solver.get_statistics().number_of_steps >= settings.max_steps
+                    || deadline.passed()
+                {
+                    break Status::BudgetExceeded { time: t_before };
+                }
                 let step = solver.step();
                 let t = solver.state().t;
                 let y = solver.state().y.clone_as_vec();
@@ -235,8 +159,8 @@ pub fn run_reference(
                 match step {
                     Err(_) => break Status::SolverFailed { time: t_before },
                     Ok(reason) => {
-                        while next < sample_times.len() && sample_times[next] <= t {
-                            let ts = sample_times[next];
+                        while next < sample_times.len() && sample_times.at(next) <= t {
+                            let ts = sample_times.at(next);
                             let ys = if reason == OdeSolverStopReason::TstopReached && ts >= t {
                                 y.clone()
                             } else {

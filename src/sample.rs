@@ -77,8 +77,13 @@ pub enum Status {
     Diverged {
         time: f64,
     },
-    /// The solver gave up (step size too small, too many steps, ...) at `time`.
+    /// The solver gave up (step size too small, Newton failing, ...) at `time`.
     SolverFailed {
+        time: f64,
+    },
+    /// The point used up its step or wall-time budget (`max_steps`, `--point-timeout`)
+    /// at simulated time `time`; its metrics are NaN.
+    BudgetExceeded {
         time: f64,
     },
 }
@@ -89,6 +94,7 @@ impl Status {
             Status::Ok => "ok",
             Status::Diverged { .. } => "diverged",
             Status::SolverFailed { .. } => "solver_failed",
+            Status::BudgetExceeded { .. } => "budget_exceeded",
         }
     }
 
@@ -96,12 +102,89 @@ impl Status {
     pub fn time(&self) -> f64 {
         match self {
             Status::Ok => f64::NAN,
-            Status::Diverged { time } | Status::SolverFailed { time } => *time,
+            Status::Diverged { time }
+            | Status::SolverFailed { time }
+            | Status::BudgetExceeded { time } => *time,
         }
     }
 
     pub fn is_ok(&self) -> bool {
         matches!(self, Status::Ok)
+    }
+
+    /// The row's `error` text: empty for `ok`, else what happened and where.
+    pub fn describe(&self) -> String {
+        match self {
+            Status::Ok => String::new(),
+            Status::Diverged { time } => {
+                format!("state left the finite range (|coordinate| >= {DIVERGENCE_BOUND:e}) at t = {time} s")
+            }
+            Status::SolverFailed { time } => {
+                format!("reference solver gave up at t = {time} s (step below min_step or stalled)")
+            }
+            Status::BudgetExceeded { time } => {
+                format!("budget exceeded (max_steps or --point-timeout) at t = {time} s")
+            }
+        }
+    }
+}
+
+/// The output sample schedule 0, dt, 2dt, ..., t_final, computed on demand (a run
+/// of t_final = 1e8 s at dt = 0.01 s has 1e10 samples: never a vector).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleTimes {
+    dt_out: f64,
+    t_final: f64,
+    intervals: usize,
+}
+
+impl SampleTimes {
+    /// Samples k·dt_out for k = 0..=intervals, the last clamped to t_final.
+    pub fn new(dt_out: f64, t_final: f64, intervals: usize) -> SampleTimes {
+        SampleTimes {
+            dt_out,
+            t_final,
+            intervals,
+        }
+    }
+
+    /// Number of samples (intervals + 1).
+    pub fn len(&self) -> usize {
+        self.intervals + 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Time of sample `k`.
+    pub fn at(&self, k: usize) -> f64 {
+        (k as f64 * self.dt_out).min(self.t_final)
+    }
+
+    /// The first sample time (always 0).
+    pub fn first(&self) -> Option<&'static f64> {
+        Some(&0.0)
+    }
+}
+
+/// A point's wall-time limit (`--point-timeout`): the instant it ends, if any.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Deadline(Option<std::time::Instant>);
+
+impl Deadline {
+    /// No limit.
+    pub const NONE: Deadline = Deadline(None);
+
+    /// `seconds` from now (none when `None`).
+    pub fn after(seconds: Option<f64>) -> Deadline {
+        Deadline(seconds.and_then(|s| {
+            std::time::Instant::now().checked_add(std::time::Duration::try_from_secs_f64(s).ok()?)
+        }))
+    }
+
+    pub fn passed(&self) -> bool {
+        self.0.is_some_and(|d| std::time::Instant::now() >= d)
     }
 }
 

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ParamError, SettingsError, SolverError};
 use crate::integrate::dkd::{self, DkdSettings};
+use crate::integrate::settings::{ReferenceSettings, SolverStats};
 use crate::metrics::{Metrics, MetricsAccumulator, MetricsSettings};
 use crate::model::Robot;
 use crate::params::Params;
-use crate::reference::{run_reference, ReferenceSettings, SolverStats};
-use crate::sample::{Sample, Status};
+use crate::reference::run_reference;
+use crate::sample::{Deadline, Sample, SampleTimes, Status};
 
 /// Which engine integrates a point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -44,6 +45,11 @@ pub struct RunConfig {
     pub metrics: MetricsSettings,
     /// Fixed-step scheme of the batch backends (`[fixed_step]` in config files).
     pub fixed_step: DkdSettings,
+    /// Wall-time budget of one point in seconds (`--point-timeout`; not a config-file
+    /// key). Counted from the moment the point starts on its engine; past it the point
+    /// ends as `budget_exceeded` and the rest of its chunk goes on.
+    #[serde(skip)]
+    pub point_timeout: Option<f64>,
 }
 
 /// A configuration that cannot be used.
@@ -89,6 +95,17 @@ impl RunConfig {
             message: e.to_string(),
         };
         let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| toml_err(&e))?;
+        // A sweep file given as a config: say so instead of failing on its first table.
+        if let Some(k) = ["base", "axes"]
+            .into_iter()
+            .find(|k| table.contains_key(*k))
+        {
+            return Err(toml_err(&format!(
+                "`{k}` belongs in a sweep file (run it with `metachron sweep FILE`); a config \
+                 file holds parameters at the top level and optional [solver], [metrics] and \
+                 [fixed_step] tables"
+            )));
+        }
         let solver = match table.remove("solver") {
             Some(v) => v
                 .try_into()
@@ -116,6 +133,7 @@ impl RunConfig {
             solver,
             metrics,
             fixed_step,
+            point_timeout: None,
         })
     }
 
@@ -133,15 +151,21 @@ impl RunConfig {
         self.solver.validate().map_err(set)?;
         self.metrics.validate(self.params.t_final).map_err(set)?;
         self.fixed_step.validate().map_err(set)?;
+        if let Some(s) = self.point_timeout {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(set(SettingsError::OutOfRange {
+                    field: "--point-timeout".into(),
+                    value: s,
+                    allowed: "a finite number of seconds > 0".into(),
+                }));
+            }
+        }
         Ok(())
     }
 
-    /// Output sample times 0, dt, 2dt, ..., t_final.
-    pub fn sample_times(&self) -> Vec<f64> {
-        let t_final = self.params.t_final;
-        (0..=self.metrics.sample_count(t_final))
-            .map(|k| self.metrics.sample_time(k, t_final))
-            .collect()
+    /// Output sample times 0, dt, 2dt, ..., t_final (computed on demand).
+    pub fn sample_times(&self) -> SampleTimes {
+        self.metrics.sample_times(self.params.t_final)
     }
 }
 
@@ -157,55 +181,93 @@ pub struct PointResult {
     pub backend: Backend,
 }
 
-/// Run one point on `backend`. `keep_samples` keeps the time series in memory;
-/// `on_progress` receives the simulated time reached.
-pub fn run_point(
-    cfg: &RunConfig,
-    backend: Backend,
-    keep_samples: bool,
-    on_progress: impl FnMut(f64),
-) -> Result<PointResult, SolverError> {
-    if backend == Backend::Gpu {
-        // A batch of one through the batch entry (same CPU fallback without an adapter);
-        // the device keeps no time series and reports no progress.
-        return crate::batch::run_batch(std::slice::from_ref(cfg), Backend::Gpu)
-            .pop()
-            .unwrap_or_else(|| Err(SolverError::Gpu("no result".into())));
+/// The engines that integrate one point on the calling thread. Which one runs a point
+/// is decided by the run layer ([`crate::batch`]), never here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerialEngine {
+    Reference,
+    Cpu,
+}
+
+impl SerialEngine {
+    pub fn backend(self) -> Backend {
+        match self {
+            SerialEngine::Reference => Backend::Reference,
+            SerialEngine::Cpu => Backend::Cpu,
+        }
     }
+}
+
+/// Metrics of a run that did not finish are not results: NaN everywhere (the status,
+/// its time and the class say what happened).
+pub fn blank_unless_ok(mut m: Metrics) -> Metrics {
+    if m.status.is_ok() {
+        return m;
+    }
+    let nan = f64::NAN;
+    for x in [
+        &mut m.lag_order,
+        &mut m.mean_lag,
+        &mut m.min_plv,
+        &mut m.lag_spread,
+        &mut m.kuramoto_r,
+        &mut m.mean_frequency,
+        &mut m.displacement,
+        &mut m.mean_speed,
+        &mut m.work,
+        &mut m.cost_of_transport,
+        &mut m.duty_factor,
+        &mut m.max_inextensibility,
+    ] {
+        *x = nan;
+    }
+    for list in [&mut m.pair_plv, &mut m.pair_lag, &mut m.leg_frequency] {
+        list.iter_mut().for_each(|x| *x = nan);
+    }
+    m
+}
+
+/// Integrate one point on `engine`, streaming every output sample to `on_sample`
+/// (nothing is kept: memory does not grow with t_final) and the simulated time
+/// reached to `on_progress`. The point's wall-time budget starts now.
+pub fn run_serial(
+    cfg: &RunConfig,
+    engine: SerialEngine,
+    on_sample: &mut dyn FnMut(&Sample),
+    on_progress: &mut dyn FnMut(f64),
+) -> Result<PointResult, SolverError> {
     let start = std::time::Instant::now();
+    let deadline = Deadline::after(cfg.point_timeout);
     let robot = Robot::new(&cfg.params);
     let mut acc = MetricsAccumulator::new(&cfg.params, &cfg.metrics);
-    let mut samples = Vec::new();
     let mut status_override = None;
-    let mut on_sample = |s: &Sample| {
+    let mut each_sample = |s: &Sample| {
         if !s.is_finite() && status_override.is_none() {
             status_override = Some(Status::Diverged { time: s.t });
         }
         acc.push(s);
-        if keep_samples {
-            samples.push(s.clone());
-        }
+        on_sample(s);
     };
-    let mut on_progress = on_progress;
-    let (run_status, stats) = match backend {
-        Backend::Reference => {
+    let (run_status, stats) = match engine {
+        SerialEngine::Reference => {
             let run = run_reference(
                 &robot,
                 &cfg.solver,
                 &cfg.sample_times(),
-                &mut on_sample,
-                &mut on_progress,
+                deadline,
+                &mut each_sample,
+                &mut *on_progress,
             )?;
             (run.status, run.stats)
         }
-        Backend::Gpu => unreachable!("gpu runs returned above"),
-        Backend::Cpu => {
+        SerialEngine::Cpu => {
             let (status, st) = dkd::integrate(
                 &robot,
                 &cfg.fixed_step,
                 &cfg.metrics,
-                &mut on_sample,
-                &mut on_progress,
+                deadline,
+                &mut each_sample,
+                on_progress,
             );
             let stats = SolverStats {
                 steps: st.steps,
@@ -217,10 +279,10 @@ pub fn run_point(
     };
     let status = status_override.unwrap_or(run_status);
     Ok(PointResult {
-        metrics: acc.finish(status),
+        metrics: blank_unless_ok(acc.finish(status)),
         stats,
-        samples,
+        samples: Vec::new(),
         wall_seconds: start.elapsed().as_secs_f64(),
-        backend,
+        backend: engine.backend(),
     })
 }

@@ -6,6 +6,7 @@
 mod common;
 
 use common::validation::validation_points;
+use metachron::batch::run_point;
 use metachron::cpu_engine::run_batch_on;
 use metachron::integrate::dkd::{self, DkdSettings, KickConstants};
 use metachron::integrate::lanes::kernel::{BlockState, Scratch};
@@ -13,7 +14,7 @@ use metachron::integrate::lanes::model::BlockModel;
 use metachron::integrate::lanes::simd::L;
 use metachron::integrate::lanes::Isa;
 use metachron::model::Robot;
-use metachron::simulate::{run_point, Backend, PointResult, RunConfig};
+use metachron::simulate::{Backend, PointResult, RunConfig};
 
 fn short_points(t_final: f64) -> Vec<RunConfig> {
     let mut cfgs: Vec<RunConfig> = validation_points().into_iter().map(|(_, c)| c).collect();

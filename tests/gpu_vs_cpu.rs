@@ -5,10 +5,11 @@
 mod common;
 
 use common::validation::validation_points;
+use metachron::batch::run_point;
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::integrate::dkd::{self, KickConstants};
 use metachron::model::Robot;
-use metachron::simulate::{run_point, Backend, PointResult, RunConfig};
+use metachron::simulate::{Backend, PointResult, RunConfig};
 
 fn short(t_final: f64) -> Vec<(&'static str, RunConfig)> {
     validation_points()

@@ -5,6 +5,7 @@ use metachron::model::hermite::assemble;
 use metachron::model::Robot;
 use metachron::params::Params;
 use metachron::reference::{run_reference, ReferenceSettings};
+use metachron::sample::{Deadline, Sample, SampleTimes};
 use nalgebra::{DMatrix, DVector};
 
 #[test]
@@ -121,14 +122,15 @@ fn energy_is_conserved_without_dissipation_actuation_and_penalty_damping() {
         atol: 1e-11,
         ..ReferenceSettings::default()
     };
-    let times: Vec<f64> = (0..=30).map(|k| k as f64 * 0.01).collect();
+    let times = SampleTimes::new(0.01, p.t_final, 30);
     let mut energies = Vec::new();
     let mut kinetic: f64 = 0.0;
     let run = run_reference(
         &r,
         &settings,
         &times,
-        |s| {
+        Deadline::NONE,
+        |s: &Sample| {
             let e = r.energy(&s.q, &s.v);
             kinetic = kinetic.max(e.kinetic);
             energies.push(e.total());

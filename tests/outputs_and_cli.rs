@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use arrow_array::{Array, Float64Array, ListArray, StringArray, UInt32Array};
+use metachron::batch::run_point;
 use metachron::error::ParamError;
 use metachron::output::parquet::{metrics_batch, read_parquet, timeseries_batch, write_atomic};
 use metachron::params::Params;
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::simulate::{Backend, RunConfig};
 
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("metachron-test-{}-{name}", std::process::id()));

@@ -1,11 +1,13 @@
 //! The reference solver: the paper's robot walks, and metachron's structured ESDIRK
 //! agrees with diffsol's general-purpose BDF on the same equations.
 
+use metachron::batch::run_point;
 use metachron::metrics::Class;
 use metachron::model::Robot;
 use metachron::params::Params;
 use metachron::reference::{run_reference, Method, ReferenceSettings};
-use metachron::simulate::{run_point, Backend, RunConfig};
+use metachron::sample::{Deadline, Sample, SampleTimes};
+use metachron::simulate::{Backend, RunConfig};
 
 #[test]
 fn papers_run_walks_forward_with_a_quarter_period_lag() {
@@ -51,8 +53,9 @@ fn final_state(p: &Params, method: Method, rtol: f64) -> Vec<f64> {
     let run = run_reference(
         &r,
         &s,
-        &[0.0, p.t_final],
-        |smp| last = smp.q.clone(),
+        &SampleTimes::new(p.t_final, p.t_final, 1),
+        Deadline::NONE,
+        |smp: &Sample| last = smp.q.clone(),
         |_| {},
     )
     .unwrap();

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use metachron::output::dataset::{self, Column, Dataset};
 use metachron::output::map::{draw_map, MapRequest};
 use metachron::simulate::Backend;
+use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::{Plan, Shard, SweepSpec};
 
@@ -100,6 +100,7 @@ fn stopped_then_resumed_equals_uninterrupted() {
     let work = run::work(&spec, &plan, &o).unwrap();
     assert_eq!((work.already_done, work.pending.len()), (10, 14));
     run::run(&spec, &work.pending, &o, |_| {}).unwrap();
+    drop(work); // the shard's writer lock goes with it
 
     let a = dataset::read_dataset(&full).unwrap();
     let b = dataset::read_dataset(&part).unwrap();

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use metachron::output::dataset::read_dataset;
 use metachron::output::map::{draw_map, MapRequest};
+use metachron::sweep::dataset::read_dataset;
 
 #[derive(Args, Debug)]
 pub struct MapArgs {

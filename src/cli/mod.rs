@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod check;
 pub mod gpu;
 pub mod map;
 pub mod simulate;

@@ -7,11 +7,13 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use metachron::batch::run_point_streaming;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::{parquet, plots};
 use metachron::reference::Method;
-use metachron::simulate::{run_point, Backend, PointResult, RunConfig};
+use metachron::sample::Sample;
+use metachron::simulate::{Backend, PointResult, RunConfig};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -29,16 +31,16 @@ pub struct SimulateArgs {
     #[arg(long, value_enum)]
     method: Option<Method>,
     /// Relative tolerance of the reference solver.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     rtol: Option<f64>,
     /// Absolute tolerance of the reference solver.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     atol: Option<f64>,
     /// Output sample interval in seconds (metrics are computed on these samples).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     dt_out: Option<f64>,
     /// Start of the metrics window in seconds (default: second half of the run).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     window_start: Option<f64>,
     /// Time-series Parquet file (wide: one row per sample).
     #[arg(long, value_name = "FILE")]
@@ -52,6 +54,9 @@ pub struct SimulateArgs {
     /// Snapshot times in seconds (default: 0, t_f/5, ..., t_f).
     #[arg(long, value_delimiter = ',', value_name = "T,T,...")]
     snapshot_times: Vec<f64>,
+    /// Wall-time budget in seconds: past it the run stops with status budget_exceeded.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    point_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -95,6 +100,7 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     if a.window_start.is_some() {
         cfg.metrics.window_start = a.window_start;
     }
+    cfg.point_timeout = a.point_timeout;
     cfg.validate()?;
     if a.backend == Backend::Gpu {
         anyhow::ensure!(
@@ -103,6 +109,11 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
              (it accumulates the metrics on the device); use --backend cpu for them"
         );
         a.gpu.apply()?;
+        if a.point_timeout.is_some() {
+            eprintln!(
+                "warning: --point-timeout is not applied on the device: the run goes to t_final"
+            );
+        }
     }
     let t_final = cfg.params.t_final;
     let snapshot_times = if a.snapshot_times.is_empty() {
@@ -125,6 +136,23 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
         snapshot_times,
         quiet: a.quiet,
     })
+}
+
+/// File metadata known before the run (the streamed time series starts with it).
+fn run_metadata(plan: &Plan) -> Vec<(String, String)> {
+    let cfg = &plan.cfg;
+    vec![
+        ("metachron.version".into(), metachron::VERSION.into()),
+        (
+            "metachron.solver".into(),
+            toml::to_string(&cfg.solver).unwrap_or_default(),
+        ),
+        (
+            "metachron.metrics_settings".into(),
+            toml::to_string(&cfg.metrics).unwrap_or_default(),
+        ),
+        ("metachron.params".into(), cfg.params.to_toml_string()),
+    ]
 }
 
 /// File metadata shared by both Parquet outputs.
@@ -166,29 +194,79 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         ))
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let keep = plan.out.is_some() || plan.snapshots.is_some();
+    // Every output is checked (its temporary created) before any computing.
+    let run_meta = run_metadata(&plan);
+    let mut series = match &plan.out {
+        Some(path) => Some(
+            parquet::TimeseriesWriter::create(path, cfg.params.n_legs, &run_meta)
+                .context("--out")?,
+        ),
+        None => None,
+    };
+    let metrics_file = match &plan.metrics {
+        Some(path) => Some(parquet::PendingFile::create(path).context("--metrics")?),
+        None => None,
+    };
+    if let Some(dir) = &plan.snapshots {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--snapshots: cannot create {}", dir.display()))?;
+        let probe =
+            parquet::PendingFile::create(&dir.join("basal_angles.png")).context("--snapshots")?;
+        drop(probe);
+    }
+    // Samples are streamed to --out; only --snapshots keeps them (its pictures need
+    // the whole series).
+    let keep = plan.snapshots.is_some();
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut write_error = None;
+    let mut on_sample = |s: &Sample| {
+        if let (Some(w), None) = (series.as_mut(), write_error.as_ref()) {
+            if let Err(e) = w.push(s) {
+                write_error = Some(e);
+            }
+        }
+        if keep {
+            samples.push(s.clone());
+        }
+    };
     let mut shown = 0u64;
     if plan.backend == Backend::Gpu {
         bar.set_message("(on the device)");
     }
-    let result = run_point(cfg, plan.backend, keep, |t| {
+    let mut on_progress = |t: f64| {
         let pos = (t * 100.0) as u64;
         if pos > shown {
             shown = pos;
             bar.set_position(pos);
             bar.set_message(format!("{t:.2}"));
         }
-    })?;
+    };
+    let mut result = run_point_streaming(cfg, plan.backend, &mut on_sample, &mut on_progress)?;
+    result.samples = samples;
     bar.finish_and_clear();
+    if let Some(e) = write_error {
+        return Err(e).context("--out");
+    }
 
     print_summary(&plan, &result);
     let meta = file_metadata(&plan, &result);
-    if let Some(path) = &plan.out {
-        let batch = parquet::timeseries_batch(&result.samples, cfg.params.n_legs)?;
-        parquet::write_atomic(path, &batch, &meta)?;
-        println!("time series  -> {}", path.display());
+    if let (Some(w), Some(path)) = (series, &plan.out) {
+        let end_meta = vec![
+            (
+                "metachron.backend".to_string(),
+                result.backend.label().to_string(),
+            ),
+            ("metachron.adapter".into(), adapter_label(&result)),
+            (
+                "metachron.solver_stats".into(),
+                toml::to_string(&result.stats).unwrap_or_default(),
+            ),
+        ];
+        let rows = w.finish(&end_meta)?;
+        println!("time series  -> {} ({rows} samples)", path.display());
     }
-    if let Some(path) = &plan.metrics {
+    if let (Some(pending), Some(path)) = (metrics_file, &plan.metrics) {
+        drop(pending);
         let batch = parquet::metrics_batch(&cfg.params, &result.metrics, result.backend.label())?;
         parquet::write_atomic(path, &batch, &meta)?;
         println!("metrics      -> {}", path.display());
@@ -216,9 +294,12 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
 
 /// "adapter name, f64" for GPU results, empty otherwise.
 fn adapter_label(r: &PointResult) -> String {
-    match (r.backend, metachron::gpu::shared_context()) {
-        (Backend::Gpu, Ok(ctx)) => format!("{}, {}", ctx.adapter.name, ctx.precision.label()),
-        _ => String::new(),
+    if r.backend != Backend::Gpu {
+        return String::new(); // and no GPU start-up (~70 MB) for a CPU run
+    }
+    match metachron::gpu::shared_context() {
+        Ok(ctx) => format!("{}, {}", ctx.adapter.name, ctx.precision.label()),
+        Err(_) => String::new(),
     }
 }
 
@@ -260,7 +341,13 @@ fn print_summary(plan: &Plan, r: &PointResult) {
     println!("  cost of transport    {:.6}", m.cost_of_transport);
     println!("  duty factor          {:.6}", m.duty_factor);
     println!("  max inextensibility  {:.3e}", m.max_inextensibility);
-    let rate = plan.cfg.params.t_final / r.wall_seconds;
+    // Simulated time actually covered (a run that stopped early did not reach t_final).
+    let reached = if m.status.is_ok() {
+        plan.cfg.params.t_final
+    } else {
+        m.status.time()
+    };
+    let rate = reached / r.wall_seconds;
     if s.fixed_step > 0.0 {
         println!(
             "fixed step: {} steps of {:.4e} s | wall {:.2} s ({rate:.3} robot-s per s)",

@@ -7,7 +7,6 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use metachron::integrate::dkd::top_bending_frequency;
 use metachron::model::Robot;
 use metachron::simulate::Backend;
 use metachron::sweep::run::{self, RunOptions};
@@ -41,23 +40,25 @@ pub struct SweepArgs {
     /// Print the plan (points, chunks, estimated time) and run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Wall-time budget per point in seconds: a point past it ends with status
+    /// budget_exceeded (NaN metrics) and the rest of its chunk goes on.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    point_timeout: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
 }
 
-/// Rough single-thread cost of a point in seconds (for --dry-run): the cpu backend
-/// runs the paper's robot (9 legs x 5 nodes, h = 2.38e-4 s) at ~30 robot-s per
-/// wall-s per thread; cost scales with steps and with legs x nodes. The reference is
+/// Rough single-thread cost of a point in seconds (for --dry-run), from the step the
+/// cpu backend will really take (no clamp: a point with h = 1e-12 s costs what it
+/// costs): the paper's robot (9 legs x 5 nodes) runs ~30 robot-s per wall-s per thread
+/// at h = 2.38e-4 s; cost scales with steps and with legs x nodes. The reference is
 /// ~60x slower per robot-second.
 fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
     let params = &p.cfg.params;
     let robot = Robot::new(params);
-    let h_max = p.cfg.fixed_step.h.unwrap_or_else(|| {
-        (p.cfg.fixed_step.safety * 2.0 / top_bending_frequency(&robot))
-            .min(p.cfg.fixed_step.max_step)
-    });
-    let steps = params.t_final / h_max.max(1e-9);
+    let h = p.cfg.fixed_step.step_for(&robot, p.cfg.metrics.dt_out);
+    let steps = params.t_final / h;
     let size = (params.n_legs * params.n_nodes) as f64 / 45.0;
     let per_step = 2.38e-4 / 30.0;
     let cpu = steps * size * per_step;
@@ -66,6 +67,37 @@ fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
     } else {
         cpu
     }
+}
+
+/// Name the points whose estimated cost is far (100x) above the median: one such point
+/// can hold a whole chunk (give it --point-timeout, or leave it out).
+fn warn_outliers(points: &[&PlannedPoint], costs: &[f64]) {
+    let mut sorted = costs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let Some(&median) = sorted.get(sorted.len() / 2) else {
+        return;
+    };
+    let far: Vec<(u64, f64)> = points
+        .iter()
+        .zip(costs)
+        .filter(|(_, &c)| c > 100.0 * median && c > 60.0)
+        .map(|(p, &c)| (p.point_id, c))
+        .collect();
+    if far.is_empty() {
+        return;
+    }
+    let shown: Vec<String> = far
+        .iter()
+        .take(10)
+        .map(|(id, c)| format!("{id} (~{})", human(*c)))
+        .collect();
+    eprintln!(
+        "warning: {} points cost far more than the median point (~{}): {}{}; bound them with --point-timeout SECONDS",
+        far.len(),
+        human(median),
+        shown.join(", "),
+        if far.len() > 10 { ", ..." } else { "" }
+    );
 }
 
 fn human(seconds: f64) -> String {
@@ -79,12 +111,26 @@ fn human(seconds: f64) -> String {
 }
 
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    let spec = SweepSpec::from_file(&a.file)?;
-    let plan = Plan::new(&spec)?;
+    let mut spec = SweepSpec::from_file(&a.file)?;
+    if let Some(t) = a.point_timeout {
+        anyhow::ensure!(
+            t.is_finite() && t > 0.0,
+            "--point-timeout {t}: allowed is a finite number of seconds > 0"
+        );
+        // A run option, not part of the sweep (its hash and its points stay the same).
+        spec.config.point_timeout = Some(t);
+        if a.backend == Backend::Gpu {
+            eprintln!(
+                "warning: --point-timeout is not applied on the device: gpu chunks run to \
+                 t_final (points that fall back to the cpu engine honour it)"
+            );
+        }
+    }
     let shard = match &a.shard {
         Some(s) => Shard::parse(s)?,
         None => Shard::from_slurm(|k| std::env::var(k).ok())?.unwrap_or_default(),
     };
+    let plan = Plan::for_shard(&spec, shard)?;
     let batch = match a.batch {
         Some(0) => bail!("--batch 0: allowed is an integer >= 1"),
         Some(b) => b,
@@ -106,7 +152,22 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         shard,
         stop_after_chunks: None,
     };
-    let work = run::work(&spec, &plan, &opts)?;
+    let work = if a.dry_run {
+        run::preview(&spec, &plan, &opts)?
+    } else {
+        run::work(&spec, &plan, &opts)?
+    };
+    for (from, to, why) in &work.quarantined {
+        if a.dry_run {
+            eprintln!("warning: {} would be quarantined: {why}", from.display());
+        } else {
+            eprintln!(
+                "warning: {} failed the check ({why}); moved to {}; points no other part holds run again",
+                from.display(),
+                to.display()
+            );
+        }
+    }
     let chunks = work.pending.len().div_ceil(batch);
     let threads = rayon::current_num_threads().max(1);
 
@@ -136,7 +197,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         work.already_done,
         work.pending.len(),
         a.backend.label(),
-        metachron::output::dataset::adapter_label(a.backend),
+        metachron::sweep::dataset::adapter_label(a.backend),
     );
     if a.dry_run {
         let costs: Vec<f64> = work
@@ -157,6 +218,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 " (estimate for the cpu backend)"
             }
         );
+        warn_outliers(&work.pending, &costs);
         if let Some(k) = a.validate {
             let ref_cost: f64 = work
                 .pending
@@ -197,7 +259,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
     println!(
-        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged or failed)",
+        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged, failed or over budget)",
         summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
     );
     println!(

@@ -123,9 +123,14 @@ impl GpuContext {
         };
         // Ask for the adapter's own buffer limits: big batches need big state buffers.
         let al = adapter.limits();
+        // METACHRON_GPU_MAX_BUFFER_BYTES caps both (tests of batches that do not fit).
+        let cap = std::env::var("METACHRON_GPU_MAX_BUFFER_BYTES")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
         let limits = wgpu::Limits {
-            max_storage_buffer_binding_size: al.max_storage_buffer_binding_size,
-            max_buffer_size: al.max_buffer_size,
+            max_storage_buffer_binding_size: al.max_storage_buffer_binding_size.min(cap),
+            max_buffer_size: al.max_buffer_size.min(cap),
             max_storage_buffers_per_shader_stage: al.max_storage_buffers_per_shader_stage.min(8),
             ..wgpu::Limits::default()
         };

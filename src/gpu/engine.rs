@@ -563,10 +563,8 @@ pub fn run_gpu_batch(
     match engine.run(cfgs) {
         Ok(r) => r.into_iter().map(Ok).collect(),
         Err(e) => {
-            let msg = e.to_string();
-            cfgs.iter()
-                .map(|_| Err(SolverError::Gpu(msg.clone())))
-                .collect()
+            let e = SolverError::Gpu(std::sync::Arc::new(e));
+            cfgs.iter().map(|_| Err(e.clone())).collect()
         }
     }
 }

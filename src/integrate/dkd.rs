@@ -20,7 +20,7 @@ use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::MetricsSettings;
 use crate::model::hermite::Dense;
 use crate::model::Robot;
-use crate::sample::{Sample, Status};
+use crate::sample::{Deadline, Sample, Status};
 
 /// Fixed-step settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -36,6 +36,8 @@ pub struct DkdSettings {
     pub max_step: f64,
     /// Implicitness of the bending force in the kick (0 = explicit, the study's DKD-dc).
     pub theta: f64,
+    /// Step budget: steps allowed before the run ends as `budget_exceeded` (none: no limit).
+    pub max_steps: Option<u64>,
 }
 
 impl Default for DkdSettings {
@@ -45,6 +47,7 @@ impl Default for DkdSettings {
             safety: 0.85,
             max_step: 2.5e-4,
             theta: 0.0,
+            max_steps: None,
         }
     }
 }
@@ -71,6 +74,9 @@ impl DkdSettings {
         }
         if !(0.0..=1.0).contains(&self.theta) {
             return bad("theta", self.theta, "[0, 1]");
+        }
+        if self.max_steps == Some(0) {
+            return bad("max_steps", 0.0, "an integer >= 1");
         }
         Ok(())
     }
@@ -161,11 +167,14 @@ pub fn step(robot: &Robot, k: &KickConstants, q: &mut [f64], v: &mut [f64]) -> f
     st.work.0[0] / k.h
 }
 
-/// Integrate with DKD-dc, emitting the samples of the run's [`SampleSchedule`].
+/// Integrate with DKD-dc, emitting the samples of the run's [`SampleSchedule`]. The
+/// budget (`settings.max_steps`, `deadline`) is checked between steps, so a point whose
+/// single output interval never ends (h = 1e-12 s) still stops.
 pub fn integrate(
     robot: &Robot,
     settings: &DkdSettings,
     metrics: &MetricsSettings,
+    deadline: Deadline,
     on_sample: &mut dyn FnMut(&Sample),
     on_progress: &mut dyn FnMut(f64),
 ) -> (Status, DkdStats) {
@@ -174,8 +183,10 @@ pub fn integrate(
         robot,
         schedule: SampleSchedule::new(metrics, robot.p.t_final, h),
         theta: settings.theta,
+        max_steps: settings.max_steps,
+        deadline,
     };
-    let end = run_block::<1>(Isa::detect(), &[job], &mut |_, s| on_sample(s), on_progress)[0];
+    let end = run_block::<1>(Isa::solo(), &[job], &mut |_, s| on_sample(s), on_progress)[0];
     let stats = DkdStats {
         steps: end.steps,
         h,

@@ -11,9 +11,9 @@
 //! same solution (tested) at 5–10× the cost.
 
 use super::bordered_band::BorderedBand;
+use super::settings::{ReferenceSettings, SolverStats};
 use crate::model::Robot;
-use crate::reference::{ReferenceSettings, SolverStats};
-use crate::sample::{state_is_sane, Sample, Status};
+use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, Status};
 
 const GAMMA: f64 = 0.435_866_521_508_459;
 const A: [[f64; 4]; 4] = [
@@ -157,7 +157,8 @@ fn wrms(e: &[f64], y0: &[f64], y1: &[f64], rtol: f64, atol: f64) -> f64 {
 pub fn integrate(
     robot: &Robot,
     settings: &ReferenceSettings,
-    sample_times: &[f64],
+    sample_times: &SampleTimes,
+    deadline: Deadline,
     on_sample: &mut dyn FnMut(&Sample),
     on_progress: &mut dyn FnMut(f64),
 ) -> (Status, SolverStats) {
@@ -207,8 +208,8 @@ pub fn integrate(
     let mut stalled = 0usize;
     let mut err_prev = 1.0_f64;
     let status = loop {
-        if stats.steps >= settings.max_steps {
-            break Status::SolverFailed { time: t };
+        if stats.steps >= settings.max_steps || deadline.passed() {
+            break Status::BudgetExceeded { time: t };
         }
         stalled = if h < settings.stall_step {
             stalled + 1
@@ -380,8 +381,8 @@ pub fn integrate(
             break Status::Diverged { time: t_new };
         }
         // Samples inside (t, t_new]: cubic Hermite in q (order 3, like the method).
-        while next < sample_times.len() && sample_times[next] <= t_new {
-            let ts = sample_times[next];
+        while next < sample_times.len() && sample_times.at(next) <= t_new {
+            let ts = sample_times.at(next);
             let s = (ts - t) / h_step;
             let (h00, h10, h01, h11) = (
                 (1.0 + 2.0 * s) * (1.0 - s) * (1.0 - s),

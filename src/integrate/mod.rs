@@ -6,3 +6,4 @@ pub mod dkd;
 pub mod esdirk;
 pub mod lanes;
 pub mod schedule;
+pub mod settings;

@@ -3,6 +3,7 @@
 //! and the metrics all read it from here.
 
 use crate::metrics::MetricsSettings;
+use crate::sample::SampleTimes;
 
 /// Output samples k = 0..=`n_samples` at `time(k)`; sample k ends after `steps_to(k)`
 /// steps of `h`. Every interval has `steps_per_sample` steps except the last, which
@@ -10,8 +11,8 @@ use crate::metrics::MetricsSettings;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleSchedule {
     pub h: f64,
-    pub dt_out: f64,
-    pub t_final: f64,
+    /// The output times (shared with the adaptive reference).
+    pub times: SampleTimes,
     /// Output intervals (samples after the initial one).
     pub n_samples: usize,
     pub steps_per_sample: usize,
@@ -25,15 +26,15 @@ impl SampleSchedule {
     /// which makes dt_out a whole number of steps).
     pub fn new(metrics: &MetricsSettings, t_final: f64, h: f64) -> SampleSchedule {
         let dt_out = metrics.dt_out;
-        let n_samples = metrics.sample_count(t_final);
+        let times = metrics.sample_times(t_final);
+        let n_samples = times.len() - 1;
         let steps_per_sample = (dt_out / h).round().max(1.0) as usize;
         let steps_last = ((t_final - (n_samples - 1) as f64 * dt_out) / h)
             .round()
             .max(1.0) as usize;
         SampleSchedule {
             h,
-            dt_out,
-            t_final,
+            times,
             n_samples,
             steps_per_sample,
             steps_last,
@@ -43,7 +44,7 @@ impl SampleSchedule {
 
     /// Time of sample k.
     pub fn time(&self, k: usize) -> f64 {
-        (k as f64 * self.dt_out).min(self.t_final)
+        self.times.at(k)
     }
 
     /// Steps from sample k − 1 to sample k (k ≥ 1).

@@ -6,7 +6,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::error::OutputError;
-use crate::output::dataset::{Column, Dataset, META_SWEEP};
+use crate::sweep::dataset::{Column, Dataset, META_SWEEP};
 use crate::sweep::SweepSpec;
 
 /// What to draw.
@@ -284,6 +284,17 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
     };
     if ds.rows() == 0 {
         return Err(err(out, "the dataset is empty (no part files with rows)"));
+    }
+    // Columns of unequal length (parts that do not all hold them) cannot be a table.
+    if let Some((name, c)) = ds.columns.iter().find(|(_, c)| c.len() != ds.rows()) {
+        return Err(err(
+            out,
+            format!(
+                "column `{name}` has {} rows but the table has {}: not every part holds it",
+                c.len(),
+                ds.rows()
+            ),
+        ));
     }
     let xa = MapAxis::new(&req.x, col(&req.x)?, axis_is_log(ds, &req.x));
     let ya = MapAxis::new(&req.y, col(&req.y)?, axis_is_log(ds, &req.y));

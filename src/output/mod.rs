@@ -1,7 +1,7 @@
-//! Outputs: Parquet tables, sweep datasets, PNG pictures and maps.
+//! Outputs: Parquet tables, PNG pictures and maps (the sweep dataset format lives in
+//! [`crate::sweep::dataset`]).
 
 pub mod bench;
-pub mod dataset;
 pub mod map;
 pub mod parquet;
 pub mod plots;

@@ -80,26 +80,9 @@ impl TableBuilder {
     }
 }
 
-/// Write one batch to `path` atomically (temporary file + rename), with file metadata.
-pub fn write_atomic(
-    path: &Path,
-    batch: &RecordBatch,
-    metadata: &[(String, String)],
-) -> Result<(), OutputError> {
-    let tmp = temp_path(path);
-    let io = |source| OutputError::Io {
-        path: tmp.display().to_string(),
-        source,
-    };
-    let pq = |source| OutputError::Parquet {
-        path: tmp.display().to_string(),
-        source,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let file = File::create(&tmp).map_err(io)?;
-    let props = WriterProperties::builder()
+/// Writer properties: Snappy pages and the given file metadata.
+fn writer_props(metadata: &[(String, String)]) -> WriterProperties {
+    WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_key_value_metadata(Some(
             metadata
@@ -107,18 +90,116 @@ pub fn write_atomic(
                 .map(|(k, v)| KeyValue::new(k.clone(), v.clone()))
                 .collect(),
         ))
-        .build();
-    let result = (|| {
-        let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(pq)?;
-        w.write(batch).map_err(pq)?;
-        let f = w.into_inner().map_err(pq)?;
-        f.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        .build()
+}
+
+fn io_err(path: &Path, source: std::io::Error) -> OutputError {
+    OutputError::Io {
+        path: path.display().to_string(),
+        source,
     }
-    result
+}
+
+fn pq_err(path: &Path, source: parquet::errors::ParquetError) -> OutputError {
+    OutputError::Parquet {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// A file being written under a hidden temporary name beside its target, renamed
+/// onto the target when complete and removed when dropped unfinished. Creating it
+/// proves the target writable before any work is done; every error names the
+/// target, never the temporary.
+pub struct PendingFile {
+    target: PathBuf,
+    tmp: PathBuf,
+    file: Option<File>,
+}
+
+impl PendingFile {
+    /// Check `target` (not a directory, parent exists, writable) by creating its
+    /// temporary. Temporaries of the same target left by dead processes are removed.
+    pub fn create(target: &Path) -> Result<PendingFile, OutputError> {
+        if target.is_dir() {
+            return Err(io_err(
+                target,
+                std::io::Error::other("is a directory; give a file name"),
+            ));
+        }
+        let parent = target
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(io_err(
+                target,
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the directory {} does not exist", parent.display()),
+                ),
+            ));
+        }
+        remove_dead_temporaries(target);
+        let tmp = temp_path(target);
+        let file = File::create(&tmp).map_err(|e| io_err(target, e))?;
+        Ok(PendingFile {
+            target: target.to_path_buf(),
+            tmp,
+            file: Some(file),
+        })
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// A handle on the open temporary, for a writer (this keeps its own, to sync it).
+    pub fn take_file(&mut self) -> Result<File, OutputError> {
+        match &self.file {
+            Some(f) => f.try_clone().map_err(|e| io_err(&self.target, e)),
+            None => Err(io_err(
+                &self.target,
+                std::io::Error::other("already committed"),
+            )),
+        }
+    }
+
+    /// Flush to disk and rename onto the target.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        if let Some(f) = self.file.take() {
+            f.sync_all().map_err(|e| io_err(&self.target, e))?;
+        }
+        std::fs::rename(&self.tmp, &self.target).map_err(|e| io_err(&self.target, e))?;
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Write one batch to `path` atomically (temporary file + rename), with file metadata.
+pub fn write_atomic(
+    path: &Path,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> Result<(), OutputError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| io_err(path, e))?;
+    }
+    let mut pending = PendingFile::create(path)?;
+    let file = pending.take_file()?;
+    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(writer_props(metadata)))
+        .map_err(|e| pq_err(path, e))?;
+    w.write(batch).map_err(|e| pq_err(path, e))?;
+    w.close().map_err(|e| pq_err(path, e))?;
+    pending.commit()
 }
 
 /// `dir/.name.tmp-<pid>`: same filesystem as the target, hidden from `*.parquet` globs.
@@ -128,6 +209,110 @@ pub fn temp_path(path: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Remove `.name.tmp-<pid>` files of `target` whose process no longer exists (a
+/// killed writer's leftovers). Only where `/proc` tells which processes live.
+fn remove_dead_temporaries(target: &Path) {
+    let (Some(name), Some(dir)) = (target.file_name(), target.parent()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = n.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Samples per row group of a streamed time series (bounded memory: ~1 MB buffered).
+const ROWS_PER_GROUP: usize = 4096;
+
+/// The time series of one run written as it is produced: samples are buffered up to
+/// [`ROWS_PER_GROUP`] and written as one row group, so memory does not grow with the
+/// run's length. The target is checked (and its temporary created) at creation.
+pub struct TimeseriesWriter {
+    pending: PendingFile,
+    writer: ArrowWriter<File>,
+    n_legs: usize,
+    buffer: Vec<Sample>,
+    rows: usize,
+}
+
+impl TimeseriesWriter {
+    pub fn create(
+        path: &Path,
+        n_legs: usize,
+        metadata: &[(String, String)],
+    ) -> Result<TimeseriesWriter, OutputError> {
+        let mut pending = PendingFile::create(path)?;
+        let schema = timeseries_batch(&[], n_legs)?.schema();
+        let file = pending.take_file()?;
+        let writer = ArrowWriter::try_new(file, schema, Some(writer_props(metadata)))
+            .map_err(|e| pq_err(path, e))?;
+        Ok(TimeseriesWriter {
+            pending,
+            writer,
+            n_legs,
+            buffer: Vec::with_capacity(ROWS_PER_GROUP),
+            rows: 0,
+        })
+    }
+
+    /// Add one sample (only what the table holds is kept: no q, v).
+    pub fn push(&mut self, s: &Sample) -> Result<(), OutputError> {
+        self.buffer.push(Sample {
+            q: Vec::new(),
+            v: Vec::new(),
+            ..s.clone()
+        });
+        if self.buffer.len() >= ROWS_PER_GROUP {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), OutputError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let batch = timeseries_batch(&self.buffer, self.n_legs)?;
+        let path = self.pending.target().to_path_buf();
+        self.writer.write(&batch).map_err(|e| pq_err(&path, e))?;
+        self.writer.flush().map_err(|e| pq_err(&path, e))?;
+        self.rows += self.buffer.len();
+        self.buffer.clear();
+        Ok(())
+    }
+
+    /// Write the rest, add `metadata` known only at the end, and rename onto the
+    /// target. Returns the number of rows.
+    pub fn finish(mut self, metadata: &[(String, String)]) -> Result<usize, OutputError> {
+        self.flush()?;
+        for (k, v) in metadata {
+            self.writer
+                .append_key_value_metadata(KeyValue::new(k.clone(), v.clone()));
+        }
+        let path = self.pending.target().to_path_buf();
+        self.writer.close().map_err(|e| pq_err(&path, e))?;
+        self.pending.commit()?;
+        Ok(self.rows)
+    }
 }
 
 /// Time series of one run in wide format: one row per output sample; per-leg
@@ -266,8 +451,20 @@ pub fn metrics_batch(
     t.finish()
 }
 
-/// Read every batch of a Parquet file back (for tests and tools).
+/// Read every batch of a Parquet file back, with its file metadata. A file the decoder
+/// cannot read (corrupted, truncated, not Parquet) is an error naming it, never a panic.
 pub fn read_parquet(
+    path: &Path,
+) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
+    std::panic::catch_unwind(|| read_parquet_inner(path)).unwrap_or_else(|_| {
+        Err(OutputError::Invalid {
+            path: path.display().to_string(),
+            message: "the Parquet decoder failed on it (corrupted?)".into(),
+        })
+    })
+}
+
+fn read_parquet_inner(
     path: &Path,
 ) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -291,6 +488,12 @@ pub fn read_parquet(
         })
         .unwrap_or_default();
     let reader = builder.build().map_err(pq)?;
-    let batches = reader.collect::<Result<Vec<_>, _>>()?;
+    // Decoding errors name the file (they were bare `Parquet error: ...` before).
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| OutputError::Invalid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
     Ok((batches, kv))
 }

@@ -1,11 +1,15 @@
 //! Sweeps: a sweep file (a base parameter set plus axes) becomes a plan of points
 //! with stable ids, run in chunks whose results are written as the part files of one
-//! Parquet dataset ([`crate::output::dataset`]).
+//! Parquet dataset ([`dataset`]), checked before it is trusted ([`verify`]) and
+//! written by one process per shard ([`lock`]).
 
+pub mod dataset;
+pub mod lock;
 pub mod plan;
 pub mod rng;
 pub mod run;
 pub mod spec;
+pub mod verify;
 
 pub use plan::{Plan, PlannedPoint, Shard};
 pub use spec::{Axis, AxisKind, SweepSpec};
@@ -31,7 +35,7 @@ pub enum SweepError {
         #[source]
         source: Box<ConfigError>,
     },
-    #[error("cannot read {path}: {source}")]
+    #[error("{path}: {source}")]
     Io {
         path: String,
         #[source]

@@ -10,6 +10,9 @@ use crate::simulate::{ConfigError, RunConfig};
 use crate::sweep::rng::SplitMix64;
 use crate::sweep::{SweepError, SweepSpec};
 
+/// Most points one process plans (a 10-million-point sweep runs as shards).
+pub const MAX_PLANNED_POINTS: usize = 2_000_000;
+
 /// Tag of the random-phase streams (kept apart from the axes' streams).
 const PHASE_STREAM: u64 = 0x5048_4153_4553; // "PHASES"
 
@@ -114,14 +117,37 @@ impl Plan {
     /// Plan every point of `spec`; each point is validated, and an invalid one is an
     /// error naming the file, the point's axis values and the parameter's allowed range.
     pub fn new(spec: &SweepSpec) -> Result<Plan, SweepError> {
+        Plan::for_shard(spec, Shard::default())
+    }
+
+    /// Plan only the points of `shard` (what one task of a job array runs): memory
+    /// and time in proportion to the shard, refused above [`MAX_PLANNED_POINTS`].
+    pub fn for_shard(spec: &SweepSpec, shard: Shard) -> Result<Plan, SweepError> {
         let sizes: Vec<usize> = spec
             .groups
             .iter()
             .map(|g| spec.axes[g[0]].values.len())
             .collect();
         let combos = spec.combinations();
-        let mut points = Vec::with_capacity(combos * spec.repeats);
+        let total = spec.point_count();
+        let mine = total.saturating_sub(shard.index).div_ceil(shard.count);
+        if mine > MAX_PLANNED_POINTS {
+            return Err(SweepError::Shard(format!(
+                "{}: {total} points, {mine} of them in shard {shard}: one process plans at most \
+                 {MAX_PLANNED_POINTS} points (~1 KB each in memory); run it as at least {} \
+                 shards (--shard K/N, or a job array)",
+                spec.file,
+                total.div_ceil(MAX_PLANNED_POINTS)
+            )));
+        }
+        let mut points = Vec::with_capacity(mine);
         for c in 0..combos {
+            let first = c * spec.repeats;
+            if spec.repeats < shard.count
+                && !(first..first + spec.repeats).any(|id| shard.contains(id as u64))
+            {
+                continue;
+            }
             // Mixed radix, last group fastest.
             let mut idx = vec![0usize; sizes.len()];
             let mut rest = c;
@@ -155,6 +181,9 @@ impl Plan {
             })?;
             for r in 0..spec.repeats {
                 let point_id = (c * spec.repeats + r) as u64;
+                if !shard.contains(point_id) {
+                    continue;
+                }
                 let mut cfg = spec.config.clone();
                 cfg.params = params.clone();
                 if spec.random_phases {

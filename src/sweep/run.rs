@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use crate::batch::run_batch;
 use crate::metrics::METRIC_COLUMNS;
-use crate::output::dataset::{self, Column};
 use crate::output::parquet::write_atomic;
 use crate::simulate::{Backend, RunConfig};
+use crate::sweep::dataset::{self, Column};
+use crate::sweep::lock::{lock_shard, ShardLock};
 use crate::sweep::rng::SplitMix64;
+use crate::sweep::verify::{self, Defect, Expected};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
 /// How to run a sweep.
@@ -26,11 +28,15 @@ pub struct RunOptions {
     pub stop_after_chunks: Option<usize>,
 }
 
-/// A sweep's work: this shard's points, and which of them are still to run.
+/// A sweep's work: this shard's points, and which of them are still to run. Holds
+/// the shard's writer lock (when taken) until dropped.
 pub struct Work<'a> {
     pub shard_points: usize,
     pub already_done: usize,
     pub pending: Vec<&'a PlannedPoint>,
+    /// Files that failed the check: (where it was, where it went, why).
+    pub quarantined: Vec<(PathBuf, PathBuf, Defect)>,
+    pub lock: Option<ShardLock>,
 }
 
 /// Default chunk size: a few seconds of work per part file on the CPU, the thread
@@ -60,41 +66,91 @@ pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
     }
 }
 
-/// Decide what to run: this shard's points minus those already written (with
-/// `--resume`). Without `--resume` an existing dataset in `out` is an error; with it,
-/// a dataset of another sweep file is an error and stale temporaries are removed.
+/// What a part of `spec`'s dataset must be.
+pub fn expected(spec: &SweepSpec) -> Result<Expected, SweepError> {
+    Ok(Expected {
+        sweep_hash: dataset::sweep_hash(spec),
+        points: spec.point_count() as u64,
+        schema: dataset::part_schema()?,
+    })
+}
+
+/// Decide what to run, as the writer of this shard: take the shard's lock (a second
+/// writer fails at once), then, with `--resume`, check every file under `out`, move
+/// the bad ones to `out/quarantine/` and count only the points of good parts; remove
+/// this shard's stale temporaries (under the lock). Without `--resume` an existing
+/// dataset in `out` is an error; a directory holding only another sweep's parts too.
 pub fn work<'a>(
     spec: &SweepSpec,
     plan: &'a Plan,
     opts: &RunOptions,
 ) -> Result<Work<'a>, SweepError> {
+    prepare(spec, plan, opts, true)
+}
+
+/// What [`work`] would run, changing nothing (no lock, no quarantine): `--dry-run`.
+pub fn preview<'a>(
+    spec: &SweepSpec,
+    plan: &'a Plan,
+    opts: &RunOptions,
+) -> Result<Work<'a>, SweepError> {
+    prepare(spec, plan, opts, false)
+}
+
+fn prepare<'a>(
+    spec: &SweepSpec,
+    plan: &'a Plan,
+    opts: &RunOptions,
+    as_writer: bool,
+) -> Result<Work<'a>, SweepError> {
     let mine = plan.shard(opts.shard);
     let existing = dataset::part_files(&opts.out)?;
-    let mut done = HashSet::new();
-    if !existing.is_empty() {
-        if !opts.resume {
-            return Err(SweepError::Dataset(format!(
-                "{} already holds a dataset ({} part files): pass --resume to continue it, \
-                 or choose another --out",
-                opts.out.display(),
-                existing.len()
-            )));
-        }
-        let (ids, hashes) = dataset::written_points(&opts.out)?;
-        let mine_hash = dataset::sweep_hash(spec);
-        if let Some(other) = hashes.iter().find(|h| **h != mine_hash) {
-            return Err(SweepError::Dataset(format!(
-                "{} holds the results of a different sweep file (hash {other}, this file {mine_hash}): \
-                 resume it with the same file, or choose another --out",
-                opts.out.display()
-            )));
-        }
-        done = ids;
+    if !existing.is_empty() && !opts.resume {
+        return Err(SweepError::Dataset(format!(
+            "{} already holds a dataset ({} part files): pass --resume to continue it, \
+             or choose another --out",
+            opts.out.display(),
+            existing.len()
+        )));
     }
-    if opts.resume {
-        // Only this shard's directory: other shards may be writing into theirs right now
-        // (a job array resumes all its tasks at once).
-        dataset::remove_stale_temporaries(&opts.out.join(format!("shard={}", opts.shard.index)))?;
+    let shard_dir = opts.out.join(format!("shard={}", opts.shard.index));
+    let lock = if as_writer {
+        Some(lock_shard(&shard_dir).map_err(|e| SweepError::Dataset(e.to_string()))?)
+    } else {
+        None
+    };
+    let mut done = HashSet::new();
+    let mut quarantined = Vec::new();
+    if !existing.is_empty() {
+        let exp = expected(spec)?;
+        let scan = verify::scan(&opts.out, &exp)?;
+        if scan.good.is_empty() {
+            if let Some((_, Defect::OtherSweep { found, expected })) = scan
+                .bad
+                .iter()
+                .find(|(_, d)| matches!(d, Defect::OtherSweep { .. }))
+            {
+                return Err(SweepError::Dataset(format!(
+                    "{} holds the results of a different sweep file (hash {found}, this file {expected}): \
+                     resume it with the same file, or choose another --out",
+                    opts.out.display()
+                )));
+            }
+        }
+        done = scan.done_ids();
+        for (path, defect) in scan.bad {
+            if as_writer {
+                let to = verify::quarantine(&opts.out, &path, &defect)?;
+                quarantined.push((path, to, defect));
+            } else {
+                quarantined.push((path.clone(), path, defect));
+            }
+        }
+    }
+    if as_writer && opts.resume {
+        // Only this shard's directory, under its lock: other shards may be writing
+        // into theirs right now (a job array resumes all its tasks at once).
+        dataset::remove_stale_temporaries(&shard_dir)?;
     }
     let shard_points = mine.len();
     let pending: Vec<&PlannedPoint> = mine
@@ -105,6 +161,8 @@ pub fn work<'a>(
         shard_points,
         already_done: shard_points - pending.len(),
         pending,
+        quarantined,
+        lock,
     })
 }
 
@@ -150,7 +208,8 @@ pub fn run(
             .iter()
             .find_map(|r| r.as_ref().ok().map(|r| r.backend))
             .unwrap_or(opts.backend);
-        let meta = dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
+        let mut meta = dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
+        meta.extend(dataset::integrity_metadata(&batch)?);
         let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
         write_atomic(&path, &batch, &meta)?;
         s.points_run += chunk.len();
@@ -273,7 +332,7 @@ pub fn validate(
 fn write_text_atomic(path: &Path, text: &str) -> Result<(), SweepError> {
     let tmp = crate::output::parquet::temp_path(path);
     let io = |source| SweepError::Io {
-        path: tmp.display().to_string(),
+        path: path.display().to_string(),
         source,
     };
     std::fs::write(&tmp, text).map_err(io)?;

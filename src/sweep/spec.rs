@@ -255,6 +255,15 @@ impl SweepSpec {
             }
             None => toml::Table::new(),
         };
+        // Random phases replace every point's psi_init: never silently.
+        if random_phases && base.contains_key("psi_init") {
+            return Err(cx.err(
+                "random_phases",
+                "random initial phases (`random_phases = true`, the default with repeats > 1) \
+                 would replace the `psi_init` given in [base]: set `random_phases = false` to \
+                 keep it, or remove it",
+            ));
+        }
         for k in base.keys() {
             if spec(k).is_none() && !LIST_PARAMS.contains(&k.as_str()) {
                 return Err(cx.err(

@@ -1,7 +1,9 @@
 //! Running a block of up to W robots to their ends: every lane follows its own
 //! [`SampleSchedule`] (lanes may have different steps), the block steps in lockstep
 //! until the next lane's sample is due, and each lane's samples go to the caller.
-//! A diverged lane is flagged and parked on a finite state; the others go on.
+//! A diverged lane is flagged and parked on a finite state; the others go on. Budgets
+//! (a lane's `max_steps`, the block's deadline) are checked between chunks of at most
+//! [`BUDGET_CHECK_STEPS`] steps, so even a lane whose output interval never ends stops.
 
 use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
@@ -9,14 +11,19 @@ use super::model::BlockModel;
 use super::simd::L;
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
-use crate::sample::{state_is_sane, Sample, Status};
+use crate::sample::{state_is_sane, Deadline, Sample, Status};
 
-/// One lane's robot, schedule and kick implicitness θ.
+/// Steps between budget checks (a step is ~1 µs, a clock read ~25 ns).
+pub const BUDGET_CHECK_STEPS: usize = 1024;
+
+/// One lane's robot, schedule, kick implicitness θ and budget.
 #[derive(Debug, Clone, Copy)]
 pub struct LaneJob<'a> {
     pub robot: &'a Robot,
     pub schedule: SampleSchedule,
     pub theta: f64,
+    pub max_steps: Option<u64>,
+    pub deadline: Deadline,
 }
 
 /// How a lane's run ended and the steps it took.
@@ -28,7 +35,8 @@ pub struct LaneEnd {
 
 /// Run `jobs` (at most W, all of one shape) as one block on `isa`. `on_sample(lane,
 /// sample)` receives every lane's samples in time order (sample 0 first);
-/// `on_progress` the simulated time of lane 0.
+/// `on_progress` the simulated time of lane 0. A lane past its step budget or
+/// deadline ends `budget_exceeded`.
 pub fn run_block<const W: usize>(
     isa: Isa,
     jobs: &[LaneJob],
@@ -57,11 +65,18 @@ pub fn run_block<const W: usize>(
     }
     let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nq]);
     let mut done = 0;
-    while let Some(target) = (0..jobs.len())
+    while let Some(due) = (0..jobs.len())
         .filter(|&j| ends[j].is_none())
         .map(|j| jobs[j].schedule.steps_to(next[j]))
         .min()
     {
+        let step_budget = (0..jobs.len())
+            .filter(|&j| ends[j].is_none())
+            .filter_map(|j| jobs[j].max_steps)
+            .map(|m| usize::try_from(m).unwrap_or(usize::MAX).max(done))
+            .min()
+            .unwrap_or(usize::MAX);
+        let target = due.min(done + BUDGET_CHECK_STEPS).min(step_budget);
         isa.advance(&model, &mut st, &mut scratch, target - done);
         done = target;
         for (j, job) in jobs.iter().enumerate() {
@@ -94,6 +109,17 @@ pub fn run_block<const W: usize>(
                 ends[j] = end(Status::Ok);
             } else {
                 next[j] += 1;
+            }
+        }
+        for (j, job) in jobs.iter().enumerate() {
+            let over = job.max_steps.is_some_and(|m| done as u64 >= m);
+            if ends[j].is_none() && (over || job.deadline.passed()) {
+                let time = done as f64 * job.schedule.h;
+                ends[j] = Some(LaneEnd {
+                    status: Status::BudgetExceeded { time },
+                    steps: done,
+                });
+                park(&mut st, j, &initial[j]);
             }
         }
     }

@@ -33,6 +33,22 @@ impl Isa {
         }
     }
 
+    /// The instruction set of a one-lane (solo) run: AVX2 where there is one (it runs
+    /// scalar code faster than the AVX-512 build here, measured in docs/benchmarks.md),
+    /// else the portable build.
+    pub fn solo() -> Isa {
+        Self::best().one_lane()
+    }
+
+    /// The instruction set for one lane of work planned on `self`: the same arithmetic
+    /// (fused or not), so a lone instance gets the bits it would get in a block.
+    pub fn one_lane(self) -> Isa {
+        match self.0 {
+            Kind::Avx512 => Isa(Kind::Avx2),
+            _ => self,
+        }
+    }
+
     fn best() -> Isa {
         for kind in [Kind::Avx512, Kind::Avx2] {
             if supported(kind) {

@@ -7,13 +7,20 @@
 //! to a hidden temporary name and renamed when complete ([`parquet::write_atomic`]),
 //! so a killed sweep leaves only whole part files (and at most a hidden temporary,
 //! removed on `--resume`).
+//!
+//! Every part records in its file metadata the sweep hash, its shard, its point-id
+//! range, its row count and a digest of its values ([`content_digest`]): parquet-rs
+//! writes no page checksums, so [`crate::sweep::verify`] decodes each part and checks
+//! the digest before `--resume` or `metachron check` trusts it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
-use arrow_schema::DataType;
+use arrow_array::{
+    Array, Float64Array, ListArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::{DataType, SchemaRef};
 
 use crate::error::{OutputError, SolverError};
 use crate::metrics::{Metrics, MetricsAccumulator};
@@ -25,6 +32,17 @@ use crate::sweep::{PlannedPoint, Shard, SweepSpec};
 /// File-metadata keys written into every part file.
 pub const META_SWEEP: &str = "metachron.sweep";
 pub const META_SWEEP_HASH: &str = "metachron.sweep_hash";
+pub const META_VERSION: &str = "metachron.version";
+pub const META_SHARD: &str = "metachron.shard";
+pub const META_BACKEND: &str = "metachron.backend";
+pub const META_ADAPTER: &str = "metachron.adapter";
+pub const META_FIRST_ID: &str = "metachron.first_point_id";
+pub const META_LAST_ID: &str = "metachron.last_point_id";
+pub const META_ROWS: &str = "metachron.rows";
+pub const META_DIGEST: &str = "metachron.content_digest";
+
+/// Where quarantined files go, inside the dataset directory (never read as parts).
+pub const QUARANTINE_DIR: &str = "quarantine";
 
 /// Path of the part file that starts at `first_point_id` in `shard`.
 pub fn part_path(dir: &Path, shard: Shard, first_point_id: u64) -> PathBuf {
@@ -78,15 +96,15 @@ pub fn part_metadata(
 ) -> Vec<(String, String)> {
     let cfg = &spec.config;
     vec![
-        ("metachron.version".into(), crate::VERSION.into()),
+        (META_VERSION.into(), crate::VERSION.into()),
         (META_SWEEP.into(), spec.text.clone()),
         ("metachron.sweep_file".into(), spec.file.clone()),
         ("metachron.sweep_name".into(), spec.name.clone()),
         (META_SWEEP_HASH.into(), sweep_hash(spec)),
         ("metachron.points".into(), spec.point_count().to_string()),
-        ("metachron.shard".into(), shard.to_string()),
-        ("metachron.backend".into(), backend.label().into()),
-        ("metachron.adapter".into(), adapter_label(backend)),
+        (META_SHARD.into(), shard.to_string()),
+        (META_BACKEND.into(), backend.label().into()),
+        (META_ADAPTER.into(), adapter_label(backend)),
         ("metachron.scheme".into(), scheme_label(spec, backend)),
         ("metachron.fixed_step".into(), ser(&cfg.fixed_step)),
         ("metachron.solver".into(), ser(&cfg.solver)),
@@ -105,8 +123,129 @@ fn ser<T: serde::Serialize>(v: &T) -> String {
 
 /// Metrics of a point whose solver returned an error: NaN metrics, status `solver_failed`.
 fn failed_metrics(p: &PlannedPoint) -> Metrics {
-    MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics)
-        .finish(Status::SolverFailed { time: f64::NAN })
+    crate::simulate::blank_unless_ok(
+        MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics)
+            .finish(Status::SolverFailed { time: f64::NAN }),
+    )
+}
+
+/// The rows' schema (what every part of a dataset holds), from an empty chunk.
+pub fn part_schema() -> Result<SchemaRef, OutputError> {
+    Ok(chunk_batch(&[], &[], Backend::Cpu, "")?.schema())
+}
+
+/// The metadata that lets a part be checked on its own: its rows, id range and digest.
+pub fn integrity_metadata(batch: &RecordBatch) -> Result<Vec<(String, String)>, OutputError> {
+    let ids = point_ids_of(std::slice::from_ref(batch));
+    let digest = content_digest(std::slice::from_ref(batch)).map_err(|m| OutputError::Invalid {
+        path: "(new part)".into(),
+        message: m,
+    })?;
+    Ok(vec![
+        (
+            META_FIRST_ID.into(),
+            ids.iter().min().copied().unwrap_or(0).to_string(),
+        ),
+        (
+            META_LAST_ID.into(),
+            ids.iter().max().copied().unwrap_or(0).to_string(),
+        ),
+        (META_ROWS.into(), batch.num_rows().to_string()),
+        (META_DIGEST.into(), format!("{digest:016x}")),
+    ])
+}
+
+/// The `point_id` values of some batches, in order.
+pub fn point_ids_of(batches: &[RecordBatch]) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for b in batches {
+        if let Some(x) = b
+            .column_by_name("point_id")
+            .and_then(|a| a.as_any().downcast_ref::<UInt64Array>())
+        {
+            ids.extend(x.values().iter().copied());
+        }
+    }
+    ids
+}
+
+/// FNV-1a, fed incrementally.
+struct Fnv(u64);
+
+impl Fnv {
+    fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 ^= x as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn u64(&mut self, x: u64) {
+        self.bytes(&x.to_le_bytes());
+    }
+}
+
+/// A digest of every value of a table, column by column (independent of how the rows
+/// are split into batches): a flipped bit that changes any decoded value changes it.
+pub fn content_digest(batches: &[RecordBatch]) -> Result<u64, String> {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let Some(first) = batches.first() else {
+        return Ok(h.0);
+    };
+    let schema = first.schema();
+    for (c, f) in schema.fields().iter().enumerate() {
+        h.bytes(f.name().as_bytes());
+        for b in batches {
+            let a = b
+                .columns()
+                .get(c)
+                .ok_or_else(|| format!("column `{}` missing in a batch", f.name()))?;
+            digest_array(&mut h, a.as_ref()).map_err(|m| format!("column `{}`: {m}", f.name()))?;
+        }
+    }
+    Ok(h.0)
+}
+
+fn digest_array(h: &mut Fnv, a: &dyn Array) -> Result<(), String> {
+    let any = a.as_any();
+    let null = |h: &mut Fnv, i: usize| {
+        let n = a.is_null(i);
+        h.u64(n as u64);
+        n
+    };
+    if let Some(x) = any.downcast_ref::<UInt64Array>() {
+        for i in 0..x.len() {
+            let v = if null(h, i) { 0 } else { x.value(i) };
+            h.u64(v);
+        }
+    } else if let Some(x) = any.downcast_ref::<UInt32Array>() {
+        for i in 0..x.len() {
+            let v = if null(h, i) { 0 } else { x.value(i) as u64 };
+            h.u64(v);
+        }
+    } else if let Some(x) = any.downcast_ref::<Float64Array>() {
+        for i in 0..x.len() {
+            let v = if null(h, i) { 0 } else { x.value(i).to_bits() };
+            h.u64(v);
+        }
+    } else if let Some(x) = any.downcast_ref::<StringArray>() {
+        for i in 0..x.len() {
+            if !null(h, i) {
+                h.u64(x.value(i).len() as u64);
+                h.bytes(x.value(i).as_bytes());
+            }
+        }
+    } else if let Some(x) = any.downcast_ref::<ListArray>() {
+        for i in 0..x.len() {
+            if !null(h, i) {
+                let v = x.value(i);
+                h.u64(v.len() as u64);
+                digest_array(h, v.as_ref())?;
+            }
+        }
+    } else {
+        return Err(format!("unexpected type {}", a.data_type()));
+    }
+    Ok(())
 }
 
 /// The rows of one chunk.
@@ -165,21 +304,28 @@ pub fn chunk_batch(
             })
             .collect(),
     );
+    // Every row that is not `ok` says why: the engine's error, or what its status means.
     t.string(
         "error",
         results
             .iter()
-            .map(|r| r.as_ref().err().map(|e| e.to_string()).unwrap_or_default())
+            .map(|r| match r {
+                Ok(r) => r.metrics.status.describe(),
+                Err(e) => e.to_string(),
+            })
             .collect(),
     );
     t.finish()
 }
 
-/// Every visible `*.parquet` file under `dir` (recursively), sorted.
+/// Every visible `*.parquet` file under `dir` (recursively, `quarantine/` excluded),
+/// sorted: the files a dataset reader would see, whatever wrote them.
 pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
+    let quarantine = dir.join(QUARANTINE_DIR);
     let mut out = files_named(dir, |name| {
         !name.starts_with('.') && name.ends_with(".parquet")
     })?;
+    out.retain(|p| !p.starts_with(&quarantine));
     out.sort();
     Ok(out)
 }
@@ -302,11 +448,65 @@ fn column_of(a: &dyn Array) -> Option<Column> {
     None
 }
 
-/// Read every part file under `dir` into one table of scalar columns.
+/// Why `schema` is not a part's schema (a missing or retyped column), if it is not.
+pub fn schema_mismatch(
+    schema: &arrow_schema::Schema,
+    expected: &arrow_schema::Schema,
+) -> Option<String> {
+    for f in expected.fields() {
+        match schema.field_with_name(f.name()) {
+            Err(_) => return Some(format!("column `{}` is missing", f.name())),
+            Ok(g) if g.data_type() != f.data_type() => {
+                return Some(format!(
+                    "column `{}` has type {}, expected {}",
+                    f.name(),
+                    g.data_type(),
+                    f.data_type()
+                ))
+            }
+            Ok(_) => {}
+        }
+    }
+    if let Some(extra) = schema
+        .fields()
+        .iter()
+        .find(|g| expected.field_with_name(g.name()).is_err())
+    {
+        return Some(format!("column `{}` is not a dataset column", extra.name()));
+    }
+    None
+}
+
+/// Read every part file under `dir` into one table of scalar columns. A file that is
+/// not a part of a metachron dataset (its columns differ) is an error naming the file
+/// and the column; `metachron check DIR` says more.
 pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
     let mut ds = Dataset::default();
+    let expected = part_schema()?;
+    let mut seen = std::collections::HashSet::new();
     for path in part_files(dir)? {
         let (batches, meta) = parquet::read_parquet(&path)?;
+        if let Some(b) = batches.first() {
+            if let Some(why) = schema_mismatch(&b.schema(), &expected) {
+                return Err(OutputError::Invalid {
+                    path: path.display().to_string(),
+                    message: format!(
+                        "not a part of a metachron dataset: {why} (run `metachron check {}`)",
+                        dir.display()
+                    ),
+                });
+            }
+        }
+        let ids = point_ids_of(&batches);
+        if let Some(dup) = ids.iter().find(|id| !seen.insert(**id)) {
+            return Err(OutputError::Invalid {
+                path: path.display().to_string(),
+                message: format!(
+                    "point id {dup} is also in an earlier part (run `metachron check {}`)",
+                    dir.display()
+                ),
+            });
+        }
         if ds.files == 0 {
             ds.metadata = meta;
         }
@@ -323,7 +523,7 @@ pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
                         (Column::Num(e), Column::Num(c)) => e.extend(c),
                         (Column::Text(e), Column::Text(c)) => e.extend(c),
                         _ => {
-                            return Err(OutputError::Plot {
+                            return Err(OutputError::Invalid {
                                 path: path.display().to_string(),
                                 message: format!(
                                     "column `{}` changes type between parts",
@@ -337,24 +537,4 @@ pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
         }
     }
     Ok(ds)
-}
-
-/// Point ids already written under `dir`, and the sweep hashes their files carry.
-pub fn written_points(dir: &Path) -> Result<(HashSet<u64>, HashSet<String>), OutputError> {
-    let mut ids = HashSet::new();
-    let mut hashes = HashSet::new();
-    for path in part_files(dir)? {
-        let (batches, meta) = parquet::read_parquet(&path)?;
-        if let Some(h) = meta.get(META_SWEEP_HASH) {
-            hashes.insert(h.clone());
-        }
-        for b in batches {
-            if let Some(a) = b.column_by_name("point_id") {
-                if let Some(x) = a.as_any().downcast_ref::<UInt64Array>() {
-                    ids.extend(x.values().iter().copied());
-                }
-            }
-        }
-    }
-    Ok((ids, hashes))
 }
