@@ -199,3 +199,40 @@ fn the_largest_shape_runs_and_matches_the_cpu() {
     let r = run_point(&c, Backend::Cpu, false, |_| {}).expect("cpu");
     assert_twins("64x12", &g, &r, 1e-9);
 }
+
+/// Lavapipe stops every loop of an invocation after 65,535 iterations in total
+/// (measured 2026-12-03: a 2×2 robot stepped 66,000 times in one dispatch ends where
+/// 65,535 steps end). The kernel runs one loop iteration per step, so the software
+/// dispatch size (80 % of the budget) must give bit for bit what short dispatches give,
+/// over a run longer than one such dispatch.
+#[test]
+fn software_dispatches_stay_inside_the_loop_budget() {
+    let Some(ctx) = common::gpu::gpu_context("software_dispatches_stay_inside") else {
+        return;
+    };
+    let default = GpuEngine::new(&ctx);
+    let per = default.steps_per_dispatch();
+    let h = 2.5e-4;
+    let mut c = RunConfig::default();
+    c.params.apply_override("n_legs=2").unwrap();
+    c.params.n_nodes = 2;
+    c.params.t_final = (per as f64 + 500.0) * h;
+    c.metrics.dt_out = 0.25;
+    c.fixed_step.h = Some(h);
+    let mut short = GpuEngine::new(&ctx);
+    short.steps_per_dispatch = Some(5000);
+    let run = |e: &GpuEngine| {
+        e.run_with_state(std::slice::from_ref(&c))
+            .unwrap()
+            .remove(0)
+    };
+    let (ra, a) = run(&default);
+    let (rb, b) = run(&short);
+    assert!(ra.metrics.status.is_ok() && ra.stats.steps > per as usize);
+    for (k, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x.to_bits(), y.to_bits(), "state[{k}]: {x} vs {y}");
+    }
+    for (x, y) in ra.metrics.scalars().iter().zip(&rb.metrics.scalars()) {
+        assert_eq!(x.to_bits(), y.to_bits());
+    }
+}
