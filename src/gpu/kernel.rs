@@ -278,6 +278,15 @@ fn kick(c: &mut Code, leg: Leg) {
     c.line("t_work += h * select(0.0, abs(p_k_p * (-omega - psi_dot) * psi_dot), actuated);");
 }
 
+/// q += h/2·v for the leg's registers and its body copy (CPU: `q[i] += 0.5 * h * v[i]`).
+fn half_drift(c: &mut Code, l: usize) {
+    c.line("let hh = 0.5 * h;");
+    for i in 0..l {
+        c.line(format!("q_{i} += hh * v_{i};"));
+    }
+    c.line("qb += hh * vb;");
+}
+
 /// The entry point for N legs of n nodes (after the header and the shader files).
 pub fn entry_point(n_legs: usize, n_nodes: usize) -> String {
     let lay = StateLayout { n_legs, n_nodes };
@@ -340,11 +349,7 @@ pub fn entry_point(n_legs: usize, n_nodes: usize) -> String {
     c.line("let stepping = act && s > 0u;");
     c.line("// @step-loop (a marker for the budget tests)");
     c.open("if stepping {");
-    c.line("let hh = 0.5 * h;");
-    for i in 0..l {
-        c.line(format!("q_{i} += hh * v_{i};"));
-    }
-    c.line("qb += hh * vb;");
+    half_drift(&mut c, l);
     c.line(format!("wg_base[lid] = vec2<real>(q_0, q_{});", 2 * n));
     c.close();
     c.line("workgroupBarrier();");
@@ -371,11 +376,7 @@ pub fn entry_point(n_legs: usize, n_nodes: usize) -> String {
     c.line("let ib = instances[ri].inertia;");
     c.line("let zl2 = zeta * p_leg_length * p_leg_length;");
     c.line("vb.z = (ib * vb.z + h * load.z) / (ib + h * zl2);");
-    c.line("let hh = 0.5 * h;");
-    for i in 0..l {
-        c.line(format!("q_{i} += hh * v_{i};"));
-    }
-    c.line("qb += hh * vb;");
+    half_drift(&mut c, l);
     c.close();
     c.line("let k = sample_index(s, per, total, n_samples);");
     c.line("let sampling = act && k != NO_SAMPLE;");
