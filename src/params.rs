@@ -55,7 +55,8 @@ pub struct ParamSpec {
 
 /// Most legs a robot may have (GPU workgroups hold one thread per leg).
 pub const MAX_LEGS: usize = 64;
-/// Most nodes per leg (per-leg GPU arrays are sized for 4 * MAX_NODES unknowns).
+/// Most nodes per leg (CPU stack buffers hold 4 * MAX_NODES unknowns; the GPU kernel keeps
+/// 8n reals per invocation, within its private budget up to this n: src/gpu/budget.rs).
 pub const MAX_NODES: usize = 12;
 
 macro_rules! define_params {
