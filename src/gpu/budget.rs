@@ -22,6 +22,8 @@ pub struct Budget {
     /// Loads or stores of read-write storage (the state) inside a loop, or inside a
     /// function called from one, as "function: global".
     pub storage_access_in_loops: Vec<String>,
+    /// Bytes of workgroup-shared variables (wgpu's default limit is 16 KiB).
+    pub workgroup_bytes: u32,
     /// Loop statements in all functions, and the deepest nesting.
     pub loops: usize,
     pub max_loop_depth: usize,
@@ -158,8 +160,11 @@ pub fn measure(module: &Module, info: &naga::valid::ModuleInfo) -> Budget {
     let gctx = module.to_ctx();
     let mut b = Budget::default();
     for (_, g) in module.global_variables.iter() {
-        if g.space == AddressSpace::Private {
-            b.private_bytes += module.types[g.ty].inner.size(gctx);
+        let size = module.types[g.ty].inner.size(gctx);
+        match g.space {
+            AddressSpace::Private => b.private_bytes += size,
+            AddressSpace::WorkGroup => b.workgroup_bytes += size,
+            _ => {}
         }
     }
     let functions = all_functions(module);

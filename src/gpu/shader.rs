@@ -226,6 +226,8 @@ mod tests {
                 assert!(b.dynamic_private_indexing.is_empty(), "{n}x{m}: {b:?}");
                 assert!(b.storage_access_in_loops.is_empty(), "{n}x{m}: {b:?}");
                 assert_eq!((b.loops, b.max_loop_depth), (1, 1), "{n}x{m}: {b:?}");
+                let wg_limit = wgpu::Limits::default().max_compute_workgroup_storage_size;
+                assert!(b.workgroup_bytes <= wg_limit, "{n}x{m}: {b:?}");
             }
         }
     }
