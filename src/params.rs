@@ -55,11 +55,12 @@ pub struct ParamSpec {
 
 /// Most legs a robot may have (GPU workgroups hold one thread per leg).
 pub const MAX_LEGS: usize = 64;
-/// Most nodes per leg (per-leg GPU arrays are sized for 4 * MAX_NODES unknowns).
+/// Most nodes per leg (CPU stack buffers hold 4 * MAX_NODES unknowns; the GPU kernel keeps
+/// 8n reals per invocation, within its private budget up to this n: src/gpu/budget.rs).
 pub const MAX_NODES: usize = 12;
 
 macro_rules! define_params {
-    ($( $name:ident : $ty:ident = $default:expr, $unit:literal, $range:expr, $doc:literal; )*) => {
+    ($( $name:ident : $ty:ident = $default:expr, $unit:literal, $range:expr, $doc:literal $(, $gpu:ident)?; )*) => {
         /// All model parameters (MODEL.md names, snake_case, SI units, radians).
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(default, deny_unknown_fields)]
@@ -84,6 +85,12 @@ macro_rules! define_params {
                 }
             }
         }
+
+        /// The scalar parameters the GPU kernel reads per instance (rows flagged `gpu`),
+        /// in declaration order: they generate the kernel's `Instance` struct.
+        pub const GPU_PARAMS: &[&str] = &[
+            $( $( define_params!(@gpu $name $gpu), )? )*
+        ];
 
         /// The scalar parameters, in declaration order.
         pub const SCALAR_PARAMS: &[ParamSpec] = &[
@@ -122,33 +129,36 @@ macro_rules! define_params {
         }
     };
     (@cast f64, $name:expr, $x:expr) => { Ok::<f64, ParamError>($x) };
+    (@gpu $name:ident gpu) => { stringify!($name) };
 }
 
+// One row per scalar parameter; a trailing `gpu` puts it into the GPU kernel's
+// per-instance struct (src/gpu/instance.rs), nothing else needs to change there.
 define_params! {
     n_legs: usize = 9, "1", Range::Int(2, MAX_LEGS), "Number of legs N.";
     n_nodes: usize = 5, "1", Range::Int(2, MAX_NODES), "Finite-element nodes per leg n.";
     t_final: f64 = 50.0, "s", Range::Positive, "Simulated time t_f.";
-    leg_length: f64 = 1.0, "m", Range::Positive, "Leg length l.";
+    leg_length: f64 = 1.0, "m", Range::Positive, "Leg length l.", gpu;
     filament_gap: f64 = 0.05, "m", Range::Positive, "Distance a between the two filaments (enters only with an axonemal couple, zero here).";
-    rho: f64 = 1.0, "kg/m", Range::Positive, "Linear mass density of a leg.";
-    k_m: f64 = 50.0, "N m^2", Range::Positive, "Bending stiffness K_M.";
-    body_mass: f64 = 0.01, "kg", Range::Positive, "Body (payload) mass m.";
-    zeta: f64 = 5.0, "N s/m", Range::NonNegative, "Viscous damping coefficient.";
-    alpha: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-leg and end springs (alpha).";
-    beta: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-body springs (beta).";
-    l_alpha: f64 = 1.0, "m", Range::Positive, "Rest length of the alpha springs.";
-    l_beta: f64 = 0.5, "m", Range::Positive, "Rest length of the beta springs.";
+    rho: f64 = 1.0, "kg/m", Range::Positive, "Linear mass density of a leg.", gpu;
+    k_m: f64 = 50.0, "N m^2", Range::Positive, "Bending stiffness K_M.", gpu;
+    body_mass: f64 = 0.01, "kg", Range::Positive, "Body (payload) mass m.", gpu;
+    zeta: f64 = 5.0, "N s/m", Range::NonNegative, "Viscous damping coefficient.", gpu;
+    alpha: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-leg and end springs (alpha).", gpu;
+    beta: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-body springs (beta).", gpu;
+    l_alpha: f64 = 1.0, "m", Range::Positive, "Rest length of the alpha springs.", gpu;
+    l_beta: f64 = 0.5, "m", Range::Positive, "Rest length of the beta springs.", gpu;
     tau_t: f64 = 1.0, "m", Range::Positive, "Body thickness tau_T.";
     tau_c: f64 = 0.2, "m", Range::NonNegative, "Body clearance tau_C.";
-    x_t: f64 = 1.0, "m", Range::Positive, "Terrain position X_t (x points down).";
+    x_t: f64 = 1.0, "m", Range::Positive, "Terrain position X_t (x points down).", gpu;
     omega: f64 = 0.5, "rad/s", Range::Finite, "Target basal rotation rate omega.";
-    k_p: f64 = 500.0, "N m s", Range::NonNegative, "Basal rate servo gain K_p.";
-    epsilon: f64 = 1000.0, "N/m", Range::NonNegative, "Contact penalty stiffness.";
-    nu: f64 = 200.0, "N s/m", Range::NonNegative, "Tip friction (viscous) coefficient.";
-    lambda: f64 = 10000.0, "1", Range::Positive, "Inextensibility penalty constant lambda.";
-    eta: f64 = 175.0, "1/s", Range::NonNegative, "Penalty natural frequency eta.";
-    mu: f64 = 50.0, "1", Range::NonNegative, "Penalty damping ratio mu.";
-    g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).";
+    k_p: f64 = 500.0, "N m s", Range::NonNegative, "Basal rate servo gain K_p.", gpu;
+    epsilon: f64 = 1000.0, "N/m", Range::NonNegative, "Contact penalty stiffness.", gpu;
+    nu: f64 = 200.0, "N s/m", Range::NonNegative, "Tip friction (viscous) coefficient.", gpu;
+    lambda: f64 = 10000.0, "1", Range::Positive, "Inextensibility penalty constant lambda.", gpu;
+    eta: f64 = 175.0, "1/s", Range::NonNegative, "Penalty natural frequency eta.", gpu;
+    mu: f64 = 50.0, "1", Range::NonNegative, "Penalty damping ratio mu.", gpu;
+    g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).", gpu;
     psi1: f64 = 0.0, "rad", Range::Finite, "Initial basal angle of leg 1.";
     dphi: f64 = FRAC_PI_2, "rad", Range::Finite, "Initial phase step between neighbouring legs.";
 }
@@ -442,6 +452,10 @@ mod tests {
             assert!(p.scalar(s.name).is_some(), "{}", s.name);
         }
         assert_eq!(SCALAR_PARAMS.len(), 26);
+        for name in GPU_PARAMS {
+            assert!(spec(name).is_some(), "{name}");
+        }
+        assert!(GPU_PARAMS.contains(&"k_p") && !GPU_PARAMS.contains(&"t_final"));
     }
 
     #[test]

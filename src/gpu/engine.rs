@@ -10,11 +10,13 @@ use std::time::Instant;
 use wgpu::util::DeviceExt;
 
 use super::device::GpuContext;
+use super::instance::{instance_values, leg_values, InstanceContext};
+use super::kernel::robots_per_workgroup;
 use super::layout::{
-    loop_iterations_per_step, Control, InstanceInts, InstanceParams, LegParams, MatrixLayout,
-    StateLayout, SOFTWARE_LOOP_BUDGET, WORKGROUP_SIZE,
+    Control, InstanceInts, MatrixLayout, LOOP_ITERATIONS_PER_STEP, SOFTWARE_LOOP_BUDGET,
 };
 use super::shader::{self, ENTRY_POINT};
+use super::tally::StateLayout;
 use super::{GpuError, Precision};
 use crate::error::SolverError;
 use crate::integrate::dkd::KickConstants;
@@ -32,9 +34,10 @@ pub const HARDWARE_STEPS_PER_DISPATCH: u32 = 2000;
 /// Host-side plan of one instance.
 #[derive(Debug, Clone)]
 struct InstancePlan {
-    params: InstanceParams,
+    /// WGSL `Instance` and `LegParams` words (src/gpu/instance.rs).
+    params: Vec<f64>,
+    legs: Vec<f64>,
     ints: InstanceInts,
-    legs: Vec<LegParams>,
     h: f64,
     q0: Vec<f64>,
 }
@@ -49,45 +52,16 @@ pub struct GpuEngine<'a> {
 }
 
 fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> InstancePlan {
-    let p = &cfg.params;
-    let sched = SampleSchedule::new(&cfg.metrics, p.t_final, h);
-    let b = &robot.body;
-    let n = p.n_legs;
-    let params = InstanceParams {
-        rho: p.rho,
-        zeta: p.zeta,
-        k_m: p.k_m,
-        g: p.g,
-        lambda: p.lambda,
-        eta: p.eta,
-        mu: p.mu,
-        leg_length: p.leg_length,
-        k_p: p.k_p,
-        x_t: p.x_t,
-        epsilon: p.epsilon,
-        nu: p.nu,
-        body_mass: p.body_mass,
-        inertia: b.inertia,
-        alpha: p.alpha,
-        beta: p.beta,
-        l_alpha: p.l_alpha,
-        l_beta: p.l_beta,
-        b_first: b.b_points[0],
-        b_last: b.b_points[n + 1],
-        p_points: b.p_points,
+    let sched = SampleSchedule::new(&cfg.metrics, cfg.params.t_final, h);
+    let ctx = InstanceContext {
+        robot,
         h,
         theta: cfg.fixed_step.theta,
     };
-    let legs = (0..n)
-        .map(|i| LegParams {
-            omega: p.leg_omega(i),
-            actuated: if p.actuated[i] { 1.0 } else { 0.0 },
-            b_point: b.b_points[i + 1],
-        })
-        .collect();
     let (q0, _) = robot.initial_state();
     InstancePlan {
-        params,
+        params: instance_values(&ctx),
+        legs: leg_values(&ctx),
         ints: InstanceInts {
             matrix_set,
             steps_per_sample: sched.steps_per_sample as u32,
@@ -95,7 +69,6 @@ fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> Ins
             n_samples: sched.n_samples as u32,
             window_first: sched.window_first as u32,
         },
-        legs,
         h,
         q0,
     }
@@ -160,32 +133,22 @@ impl<'a> GpuEngine<'a> {
             .limits
             .max_storage_buffer_binding_size
             .min(self.ctx.limits.max_buffer_size);
-        let by_workgroups =
-            self.ctx.limits.max_compute_workgroups_per_dimension as u64 * WORKGROUP_SIZE as u64;
+        let by_workgroups = self.ctx.limits.max_compute_workgroups_per_dimension as u64
+            * robots_per_workgroup(n_legs) as u64;
         (limit / per).min(by_workgroups).max(1) as usize
     }
 
-    /// Steps per dispatch for this shape: on software adapters, as many as fit the
-    /// per-invocation loop budget with a 20 % margin.
-    pub fn steps_per_dispatch(&self, n_legs: usize, n_nodes: usize) -> Result<u32, GpuError> {
+    /// Steps per dispatch: on software adapters, as many as fit the per-invocation
+    /// loop budget with a 20 % margin (the same for every shape: one loop iteration
+    /// per step).
+    pub fn steps_per_dispatch(&self) -> u32 {
         if let Some(n) = self.steps_per_dispatch {
-            return Ok(n.max(1));
+            return n.max(1);
         }
         if self.ctx.adapter.device_type != "Cpu" {
-            return Ok(HARDWARE_STEPS_PER_DISPATCH);
+            return HARDWARE_STEPS_PER_DISPATCH;
         }
-        let per_step = loop_iterations_per_step(n_legs, n_nodes);
-        let fit = (SOFTWARE_LOOP_BUDGET * 4 / 5) / per_step;
-        if fit == 0 {
-            return Err(GpuError::LoopBudget {
-                adapter: self.ctx.adapter.name.clone(),
-                n_legs,
-                n_nodes,
-                per_step,
-                budget: SOFTWARE_LOOP_BUDGET,
-            });
-        }
-        Ok(fit as u32)
+        ((SOFTWARE_LOOP_BUDGET * 4 / 5) / LOOP_ITERATIONS_PER_STEP) as u32
     }
 
     fn pipeline(&self, n_legs: usize, n_nodes: usize) -> Result<wgpu::ComputePipeline, GpuError> {
@@ -315,13 +278,13 @@ impl<'a> GpuEngine<'a> {
             });
             plans.push(plan_instance(cfg, &robot, h, set));
         }
-        let mut params: Vec<f64> = Vec::with_capacity(b * 32);
-        let mut legs: Vec<f64> = Vec::with_capacity(b * n_legs * 4);
+        let mut params: Vec<f64> = Vec::new();
+        let mut legs: Vec<f64> = Vec::new();
         let mut ints: Vec<InstanceInts> = Vec::with_capacity(b);
         let mut state = vec![0.0; lay.slots() * b];
         for (i, pl) in plans.iter().enumerate() {
-            params.extend_from_slice(bytemuck::cast_slice(std::slice::from_ref(&pl.params)));
-            legs.extend_from_slice(bytemuck::cast_slice(&pl.legs));
+            params.extend_from_slice(&pl.params);
+            legs.extend_from_slice(&pl.legs);
             ints.push(pl.ints);
             for (k, &x) in pl.q0.iter().enumerate() {
                 state[(lay.q() + k) * b + i] = x;
@@ -387,8 +350,8 @@ impl<'a> GpuEngine<'a> {
             .map(|x| (x.n_samples - 1) * x.steps_per_sample + x.steps_last)
             .max()
             .unwrap_or(0);
-        let chunk = self.steps_per_dispatch(n_legs, n_nodes)?;
-        let groups = (b as u32).div_ceil(WORKGROUP_SIZE);
+        let chunk = self.steps_per_dispatch();
+        let groups = (b as u32).div_ceil(robots_per_workgroup(n_legs) as u32);
         let mut begin = 0u32;
         let mut dispatches = 0u64;
         while begin <= last_step {
@@ -419,7 +382,7 @@ impl<'a> GpuEngine<'a> {
             begin = end;
         }
         // SoA: slots [from, SLOTS) of every instance are one contiguous range.
-        let from = if with_state { 0 } else { lay.work() };
+        let from = if with_state { 0 } else { lay.sums() };
         let word = self.word();
         let tail = self.read(
             &state_buf,
@@ -515,20 +478,27 @@ fn finish_instance(
     } else {
         0
     };
+    // The running sums of src/gpu/tally.rs, by name.
+    let sum = |name: &str| at(lay.sum(name));
+    let per_leg = |name: &str| (0..n).map(|l| at(lay.sum(name) + l)).collect::<Vec<_>>();
     let tally = Tally {
-        first_y: Some(at(lay.first_y())),
-        last: Some((time(last_k), at(lay.last_y()), at(lay.last_work()))),
-        max_inext: at(lay.max_inext()),
-        phi: (0..n).map(|l| at(lay.phi() + l)).collect(),
+        first_y: Some(sum("first_y")),
+        last: Some((time(last_k), sum("last_y"), sum("last_work"))),
+        max_inext: per_leg("max_inext").into_iter().fold(0.0, f64::max),
+        phi: per_leg("phi"),
         win_count,
-        win_start: (win_count > 0).then(|| (time(ni.window_first), at(lay.window_y()))),
-        phi_start: (0..n).map(|l| at(lay.phi_start() + l)).collect(),
-        pair_sum: (0..n - 1)
-            .map(|l| [at(lay.pair_sum() + 2 * l), at(lay.pair_sum() + 2 * l + 1)])
+        win_start: (win_count > 0).then(|| (time(ni.window_first), sum("window_y"))),
+        phi_start: per_leg("phi_start"),
+        pair_sum: per_leg("pair_re")
+            .into_iter()
+            .zip(per_leg("pair_im"))
+            .take(n - 1)
+            .map(|(re, im)| [re, im])
             .collect(),
-        kuramoto_sum: at(lay.kuramoto_sum()),
-        contact_count: (0..n)
-            .map(|l| at(lay.contact_count() + l) as usize)
+        kuramoto_sum: sum("kuramoto_sum"),
+        contact_count: per_leg("contact_count")
+            .into_iter()
+            .map(|c| c as usize)
             .collect(),
     };
     let acc = MetricsAccumulator::from_tally(p, &cfg.metrics, tally);

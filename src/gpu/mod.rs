@@ -3,13 +3,20 @@
 //! metrics read back.
 //!
 //! [`device`] finds and opens an adapter (kept apart from the computation so tests can
-//! bring their own), [`layout`] is the one definition of what host and shader share,
-//! [`shader`] assembles and checks the WGSL of `shaders/`, [`engine`] runs batches.
+//! bring their own); [`instance`] (per-instance constants, from the parameter table),
+//! [`tally`] (state slots and metric running sums) and [`layout`] define what host and
+//! shader share; [`kernel`] generates the leg-parallel entry point, [`shader`] assembles
+//! and validates the WGSL, [`budget`] reads naga's IR for the static resource budgets;
+//! [`engine`] runs batches.
 
+pub mod budget;
 pub mod device;
 pub mod engine;
+pub mod instance;
+pub mod kernel;
 pub mod layout;
 pub mod shader;
+pub mod tally;
 
 pub use device::{
     configure, list_adapters, shared_context, AdapterSummary, GpuContext, GpuOptions,
@@ -57,12 +64,4 @@ pub enum GpuError {
     Shader(String),
     #[error("GPU execution failed: {0}")]
     Execution(String),
-    #[error("{n_legs} legs x {n_nodes} nodes need ~{per_step} loop iterations per step, more than the {budget} that {adapter} (a software adapter) runs per invocation; use --backend cpu for this shape")]
-    LoopBudget {
-        adapter: String,
-        n_legs: usize,
-        n_nodes: usize,
-        per_step: u64,
-        budget: u64,
-    },
 }

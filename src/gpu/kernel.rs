@@ -1,0 +1,467 @@
+//! The `advance` entry point, generated for one shape (N legs of n nodes).
+//!
+//! One invocation per leg, ⌊64/N⌋ robots per workgroup (one robot when N > 32). Each
+//! leg keeps its q and v as 8n scalar registers (`var q_0 … v_{4n-1}`) for the whole
+//! dispatch: the state buffer is read once at dispatch start and written once at its
+//! end. The legs of a robot exchange their basal points, spring loads and sample data
+//! through workgroup memory, three barriers per step. The node loops of the kick are
+//! unrolled here (n is a constant of the pipeline), so no private array exists, let
+//! alone a dynamically indexed one; intermediate vectors are `let` values the shader
+//! compiler allocates. docs/gpu.md gives the reasoning, `budget` checks the result.
+//!
+//! CPU twin of the step: `dkd::step` / `dkd::kick_leg` (src/integrate/dkd.rs); the
+//! Woodbury solve is the branch-free form: always three columns, the servo and friction
+//! columns scaled to zero when inactive, C = I + UᵀP⁻¹U by LDLᵀ, and
+//! v_new = P⁻¹(r − U y), so that only P⁻¹u₁ is a full vector.
+
+use super::layout::{MatrixLayout, WORKGROUP_TARGET};
+use super::tally::{self, StateLayout};
+
+/// Robots per workgroup for N legs: as many whole robots as fit 64 invocations.
+pub fn robots_per_workgroup(n_legs: usize) -> usize {
+    (WORKGROUP_TARGET / n_legs).max(1)
+}
+
+/// Invocations per workgroup.
+pub fn workgroup_size(n_legs: usize) -> usize {
+    robots_per_workgroup(n_legs) * n_legs
+}
+
+/// Lines of generated WGSL.
+struct Code {
+    s: String,
+    indent: usize,
+}
+
+impl Code {
+    fn line(&mut self, text: impl AsRef<str>) {
+        for _ in 0..self.indent {
+            self.s.push_str("    ");
+        }
+        self.s.push_str(text.as_ref());
+        self.s.push('\n');
+    }
+    fn open(&mut self, text: impl AsRef<str>) {
+        self.line(text);
+        self.indent += 1;
+    }
+    fn close(&mut self) {
+        self.indent -= 1;
+        self.line("}");
+    }
+}
+
+/// Index helpers of one leg: [a_1..a_n, b_1..b_n, c_1..c_n, d_1..d_n], blocks X = [a, b]
+/// and Y = [c, d] of m = 2n unknowns each.
+#[derive(Clone, Copy)]
+struct Leg {
+    n: usize,
+    mats: MatrixLayout,
+}
+
+impl Leg {
+    fn m(&self) -> usize {
+        2 * self.n
+    }
+    fn l(&self) -> usize {
+        4 * self.n
+    }
+    /// `mats[ms + …]` of entry (row, col) of the block matrix at `at`.
+    fn mat(&self, at: usize, row: usize, col: usize) -> String {
+        format!("mats[ms + {}u]", at + row * self.m() + col)
+    }
+
+    /// `let {out}_i = (A x)_i` for both blocks, A banded (a Hermite FE matrix couples
+    /// neighbouring nodes only): the nonzero columns in increasing order, the CPU's sum.
+    fn fe_mul(&self, c: &mut Code, at: usize, x: &str, out: &str) {
+        let (n, m) = (self.n, self.m());
+        for blk in 0..2 {
+            for r in 0..m {
+                let k = r % n;
+                let mut terms = Vec::new();
+                for base in [0, n] {
+                    for col in k.saturating_sub(1)..=(k + 1).min(n - 1) {
+                        let col = base + col;
+                        terms.push(format!("{} * {x}_{}", self.mat(at, r, col), blk * m + col));
+                    }
+                }
+                c.line(format!(
+                    "let {out}_{} = {};",
+                    blk * m + r,
+                    terms.join(" + ")
+                ));
+            }
+        }
+    }
+
+    /// `{lhs}_i = (A x)_i` for both blocks, A dense (P⁻¹); `lhs` is `let w` for a new
+    /// value or `v` to overwrite the velocity registers.
+    fn dense_mul(&self, c: &mut Code, at: usize, x: &str, lhs: &str) {
+        let m = self.m();
+        for blk in 0..2 {
+            for r in 0..m {
+                let terms: Vec<String> = (0..m)
+                    .map(|col| format!("{} * {x}_{}", self.mat(at, r, col), blk * m + col))
+                    .collect();
+                c.line(format!("{lhs}_{} = {};", blk * m + r, terms.join(" + ")));
+            }
+        }
+    }
+
+    /// Σ_i a_i b_i over `range`.
+    fn dot(&self, a: &str, b: &str, range: std::ops::Range<usize>) -> String {
+        range
+            .map(|i| format!("{a}_{i} * {b}_{i}"))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// Σ_c P⁻¹(row, c) x_{off + c}: row `row` of the block inverse against one block of x.
+    fn p_row(&self, row: usize, x: &str, off: usize) -> String {
+        (0..self.m())
+            .map(|col| {
+                format!(
+                    "{} * {x}_{}",
+                    self.mat(self.mats.p_inv(), row, col),
+                    off + col
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+}
+
+/// The kick of one leg at the midpoint (q, v in registers, spring force `fb`): writes
+/// the new velocity into v_* and adds the actuation work to t_work. CPU: `kick_leg`.
+fn kick(c: &mut Code, leg: Leg) {
+    let (n, m, l) = (leg.n, leg.m(), leg.l());
+    let mats = leg.mats;
+    let (ib, id, tip) = (n, 3 * n, n - 1);
+    let cn = 3 * n - 1;
+    for p in [
+        "lambda",
+        "eta",
+        "mu",
+        "leg_length",
+        "k_m",
+        "rho",
+        "g",
+        "k_p",
+        "x_t",
+        "epsilon",
+        "nu",
+        "theta",
+    ] {
+        c.line(format!("let p_{p} = instances[ri].{p};"));
+    }
+    c.line("let omega = legs[ri * N_LEGS + leg].omega;");
+    c.line("// Constraint quantities at the midpoint: Gq, V = qᵀGq − ℓ, vᵀGv, Jᵀv.");
+    leg.fe_mul(c, mats.geometric(), "q", "gq");
+    leg.fe_mul(c, mats.geometric(), "v", "gv");
+    c.line(format!(
+        "let v_res = {} - p_leg_length;",
+        leg.dot("q", "gq", 0..l)
+    ));
+    c.line(format!(
+        "let vgv = ({}) + ({});",
+        leg.dot("v", "gv", 0..m),
+        leg.dot("v", "gv", m..l)
+    ));
+    c.line(format!("let jv = 2.0 * ({});", leg.dot("v", "gq", 0..l)));
+    for i in 0..l {
+        c.line(format!("let j_{i} = 2.0 * gq_{i};"));
+    }
+    c.line("// The drift-consistency (\"dc\") term: the drift adds h²vᵀGv to V every step.");
+    c.line(
+        "let pen = p_lambda * (2.0 * vgv + p_eta * p_eta * v_res) \
+         + 2.0 * p_lambda * p_eta * p_mu * h * vgv;",
+    );
+    c.line("// Explicit force F_exp: bending, gravity, penalty, springs, servo, contact.");
+    for i in 0..l {
+        c.line(format!("let tb_{i} = q_{i} - p_theta * h * v_{i};"));
+    }
+    leg.fe_mul(c, mats.bending(), "tb", "kb");
+    c.line(format!("let b1 = q_{ib};"));
+    c.line(format!("let d1 = q_{id};"));
+    c.line("let r2 = b1 * b1 + d1 * d1;");
+    c.line("let gb = -d1 / r2;");
+    c.line("let gd = b1 / r2;");
+    c.line("let actuated = legs[ri * N_LEGS + leg].actuated > 0.5 && p_k_p > 0.0;");
+    c.line(format!("let contact = q_{tip} >= p_x_t;"));
+    for i in 0..l {
+        let mut f = format!("-p_k_m * kb_{i}");
+        if i < m {
+            f += &format!(" + p_rho * p_g * mats[ms + {}u]", mats.load() + i);
+        }
+        f += &format!(" - pen * j_{i}");
+        if i == 0 {
+            f += " + fb.x";
+        }
+        if i == 2 * n {
+            f += " + fb.y";
+        }
+        if i == ib {
+            f += " - select(0.0, p_k_p * omega * gb, actuated)";
+        }
+        if i == id {
+            f += " - select(0.0, p_k_p * omega * gd, actuated)";
+        }
+        if i == tip {
+            f += &format!(" + select(0.0, p_epsilon * (p_x_t - q_{tip}), contact)");
+        }
+        c.line(format!("let f_{i} = {f};"));
+    }
+    c.line("// r = ρMv + λJ(Jᵀv) + h·F_exp");
+    leg.fe_mul(c, mats.mass(), "v", "mv");
+    for i in 0..l {
+        c.line(format!(
+            "let r_{i} = p_rho * mv_{i} + p_lambda * j_{i} * jv + h * f_{i};"
+        ));
+    }
+    c.line("// Woodbury, three columns: u₁ = s₁J; u₂ = s₂(gb e_b1 + gd e_d1) (servo);");
+    c.line("// u₃ = s₃ e_cn (tip friction); s₂, s₃ = 0 while inactive.");
+    c.line("let s1 = sqrt(p_lambda * (1.0 + 2.0 * h * p_eta * p_mu));");
+    c.line("let s2 = select(0.0, sqrt(h * p_k_p), actuated);");
+    c.line("let s3 = select(0.0, sqrt(h * p_nu), contact && p_nu > 0.0);");
+    c.line("let u2b = s2 * gb;");
+    c.line("let u2d = s2 * gd;");
+    for i in 0..l {
+        c.line(format!("let u1_{i} = s1 * j_{i};"));
+    }
+    c.line("// w = P⁻¹u₁; P⁻¹u₂ and P⁻¹u₃ are columns of P⁻¹ (entries read where needed).");
+    leg.dense_mul(c, mats.p_inv(), "u1", "let w");
+    let p = |r: usize, col: usize| leg.mat(mats.p_inv(), r, col);
+    c.line(format!("let c11 = {} + 1.0;", leg.dot("u1", "w", 0..l)));
+    c.line(format!("let c21 = u2b * w_{ib} + u2d * w_{id};"));
+    c.line(format!("let c31 = s3 * w_{cn};"));
+    c.line(format!(
+        "let c22 = u2b * {pnn} * u2b + u2d * {pnn} * u2d + 1.0;",
+        pnn = p(n, n)
+    ));
+    c.line(format!("let c32 = s3 * {} * u2d;", p(n - 1, n)));
+    c.line(format!("let c33 = s3 * {} * s3 + 1.0;", p(n - 1, n - 1)));
+    c.line("// Uᵀ P⁻¹ r.");
+    c.line(format!("let y1r = {};", leg.dot("w", "r", 0..l)));
+    c.line(format!(
+        "let y2r = u2b * ({}) + u2d * ({});",
+        leg.p_row(n, "r", 0),
+        leg.p_row(n, "r", m)
+    ));
+    c.line(format!("let y3r = s3 * ({});", leg.p_row(n - 1, "r", m)));
+    c.line("// C y = Uᵀ P⁻¹ r by LDLᵀ (C is SPD: I plus a Gram matrix).");
+    c.line("let l21 = c21 / c11;");
+    c.line("let l31 = c31 / c11;");
+    c.line("let d2 = c22 - l21 * c21;");
+    c.line("let l32 = (c32 - l31 * c21) / d2;");
+    c.line("let d3 = c33 - l31 * c31 - l32 * l32 * d2;");
+    c.line("let z2 = y2r - l21 * y1r;");
+    c.line("let z3 = y3r - l31 * y1r - l32 * z2;");
+    c.line("let y3 = z3 / d3;");
+    c.line("let y2 = z2 / d2 - l32 * y3;");
+    c.line("let y1 = y1r / c11 - l21 * y2 - l31 * y3;");
+    c.line("// v_new = P⁻¹(r − U y).");
+    for i in 0..l {
+        let mut x = format!("r_{i} - y1 * u1_{i}");
+        if i == ib {
+            x += " - y2 * u2b";
+        }
+        if i == id {
+            x += " - y2 * u2d";
+        }
+        if i == cn {
+            x += " - y3 * s3";
+        }
+        c.line(format!("let x_{i} = {x};"));
+    }
+    leg.dense_mul(c, mats.p_inv(), "x", "v");
+    c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
+    c.line("t_work += h * select(0.0, abs(p_k_p * (-omega - psi_dot) * psi_dot), actuated);");
+}
+
+/// q += h/2·v for the leg's registers and its body copy (CPU: `q[i] += 0.5 * h * v[i]`).
+fn half_drift(c: &mut Code, l: usize) {
+    c.line("let hh = 0.5 * h;");
+    for i in 0..l {
+        c.line(format!("q_{i} += hh * v_{i};"));
+    }
+    c.line("qb += hh * vb;");
+}
+
+/// The entry point for N legs of n nodes (after the header and the shader files).
+pub fn entry_point(n_legs: usize, n_nodes: usize) -> String {
+    let lay = StateLayout { n_legs, n_nodes };
+    let leg = Leg {
+        n: n_nodes,
+        mats: MatrixLayout { m: 2 * n_nodes },
+    };
+    let (n, l, nq) = (n_nodes, lay.leg_dofs(), lay.nq());
+    let body = n_legs * l;
+    let mut c = Code {
+        s: String::new(),
+        indent: 0,
+    };
+    c.line("// Generated by src/gpu/kernel.rs: one invocation per leg, the robot's legs");
+    c.line("// side by side in the workgroup. CPU twin: `dkd::integrate` feeding");
+    c.line("// `MetricsAccumulator::push`.");
+    c.line("@compute @workgroup_size(WORKGROUP_SIZE)");
+    c.open("fn advance(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {");
+    c.line("let leg = lid % N_LEGS;");
+    c.line("// This robot's first lane in the workgroup.");
+    c.line("let first = lid - leg;");
+    c.line("let robot = wid.x * ROBOTS_PER_WORKGROUP + lid / N_LEGS;");
+    c.line("let inside = robot < ctl.batch;");
+    c.line("// Lanes past the batch mirror its last robot and store nothing; every lane");
+    c.line("// runs the step loop (barriers need the whole workgroup).");
+    c.line("let ri = min(robot, ctl.batch - 1u);");
+    c.line("var live = inside && status[ri] == 0u;");
+    c.line("var diverged = 0u;");
+    c.line("let ms = ints[ri].matrix_set * MAT_STRIDE;");
+    c.line("let per = ints[ri].steps_per_sample;");
+    c.line("let n_samples = ints[ri].n_samples;");
+    c.line("let total = (n_samples - 1u) * per + ints[ri].steps_last;");
+    c.line("let window_first = ints[ri].window_first;");
+    c.line("let h = instances[ri].h;");
+    c.line("// The state, read once: this leg's q and v, the body (every leg keeps a copy");
+    c.line("// and updates it identically), the running sums.");
+    for i in 0..l {
+        c.line(format!(
+            "var q_{i}: real = state[slot({i}u + leg * L, ri)];"
+        ));
+    }
+    for i in 0..l {
+        c.line(format!(
+            "var v_{i}: real = state[slot({}u + leg * L, ri)];",
+            nq + i
+        ));
+    }
+    for (name, at) in [("qb", body), ("vb", nq + body)] {
+        c.line(format!(
+            "var {name} = vec3<real>(state[slot({at}u, ri)], state[slot({}u, ri)], state[slot({}u, ri)]);",
+            at + 1,
+            at + 2
+        ));
+    }
+    c.s.push_str(&tally::wgsl_load(&lay));
+    c.line("var fb = vec2<real>(0.0, 0.0);");
+    c.open("for (var s = ctl.step_begin; s < ctl.step_end; s++) {");
+    c.line("// Step s (s ≥ 1) of this robot, then the output sample it completes.");
+    c.line("let act = live && s <= total;");
+    c.line("let stepping = act && s > 0u;");
+    c.line("// @step-loop (a marker for the budget tests)");
+    c.open("if stepping {");
+    half_drift(&mut c, l);
+    c.line(format!("wg_base[lid] = vec2<real>(q_0, q_{});", 2 * n));
+    c.close();
+    c.line("workgroupBarrier();");
+    c.open("if stepping {");
+    c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
+    c.line("fb = share.base;");
+    c.line("wg_load[lid] = vec4<real>(share.load, 0.0);");
+    c.close();
+    c.line("workgroupBarrier();");
+    c.open("if stepping {");
+    kick(&mut c, leg);
+    c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
+    let loads: Vec<String> = (0..n_legs)
+        .map(|j| format!("wg_load[first + {j}u].xyz"))
+        .collect();
+    c.line(format!(
+        "let load = {} + body_contact(ri, qb, sincos(qb.z));",
+        loads.join(" + ")
+    ));
+    c.line("let bm = instances[ri].body_mass;");
+    c.line("let zeta = instances[ri].zeta;");
+    c.line("vb.x = (bm * vb.x + h * (bm * instances[ri].g + load.x)) / (bm + h * zeta);");
+    c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * zeta);");
+    c.line("let ib = instances[ri].inertia;");
+    c.line("let zl2 = zeta * p_leg_length * p_leg_length;");
+    c.line("vb.z = (ib * vb.z + h * load.z) / (ib + h * zl2);");
+    half_drift(&mut c, l);
+    c.close();
+    c.line("let k = sample_index(s, per, total, n_samples);");
+    c.line("let sampling = act && k != NO_SAMPLE;");
+    c.open("if sampling {");
+    c.line(format!(
+        "let rt = sqrt(q_{n} * q_{n} + q_{m3} * q_{m3});",
+        m3 = 3 * n
+    ));
+    let mut sane: Vec<String> = (0..l)
+        .map(|i| format!("abs(q_{i}) < DIVERGENCE_BOUND & abs(v_{i}) <= REAL_MAX"))
+        .collect();
+    for x in ["x", "y", "z"] {
+        sane.push(format!(
+            "abs(qb.{x}) < DIVERGENCE_BOUND & abs(vb.{x}) <= REAL_MAX"
+        ));
+    }
+    c.line("// Physical: every coordinate finite and below DIVERGENCE_BOUND, every velocity");
+    c.line("// finite (comparisons, not isnan: NaN fails every `<`). CPU: `state_is_sane`.");
+    c.line("// `&`, not `&&`: no short-circuit, so naga needs no bool locals for the chain.");
+    c.line(format!("let sane = {};", sane.join(" & ")));
+    c.line(format!(
+        "wg_sample[lid] = vec4<real>(q_{n} / rt, q_{} / rt, t_work, select(real(0.0), real(1.0), sane));",
+        3 * n
+    ));
+    c.close();
+    c.line("workgroupBarrier();");
+    c.open("if sampling {");
+    let all =
+        |f: &dyn Fn(usize) -> String, sep: &str| (0..n_legs).map(f).collect::<Vec<_>>().join(sep);
+    c.line(format!(
+        "let all_sane = {};",
+        all(&|j| format!("wg_sample[first + {j}u].w > 0.5"), " & ")
+    ));
+    c.open("if k > 0u && !all_sane {");
+    c.line("live = false;");
+    c.line("diverged = k + 1u;");
+    c.close();
+    c.open("else {");
+    c.line("let tangent = wg_sample[lid].xy;");
+    c.line("let next = wg_sample[min(lid + 1u, WORKGROUP_SIZE - 1u)].xy;");
+    c.line(format!("let tip_x = q_{};", n - 1));
+    c.line("let y_body = qb.y;");
+    c.line(format!(
+        "let work_sum = {};",
+        all(&|j| format!("wg_sample[first + {j}u].z"), " + ")
+    ));
+    c.line(format!(
+        "let kura = vec2<real>({}, {});",
+        all(&|j| format!("wg_sample[first + {j}u].x"), " + "),
+        all(&|j| format!("-wg_sample[first + {j}u].y"), " + ")
+    ));
+    leg.fe_mul(&mut c, leg.mats.geometric(), "q", "gs");
+    c.line(format!(
+        "let constraint = ({}) + ({}) - instances[ri].leg_length;",
+        leg.dot("q", "gs", 0..leg.m()),
+        leg.dot("q", "gs", leg.m()..l)
+    ));
+    for line in include_str!("../../shaders/metrics.wgsl").lines() {
+        if !line.starts_with("//") {
+            c.line(line);
+        }
+    }
+    c.close();
+    c.close();
+    c.close();
+    c.line("// The state, written once.");
+    c.open("if inside {");
+    for i in 0..l {
+        c.line(format!("state[slot({i}u + leg * L, ri)] = q_{i};"));
+    }
+    for i in 0..l {
+        c.line(format!("state[slot({}u + leg * L, ri)] = v_{i};", nq + i));
+    }
+    c.open("if leg == 0u {");
+    for (name, at) in [("qb", body), ("vb", nq + body)] {
+        for (k, x) in ["x", "y", "z"].iter().enumerate() {
+            c.line(format!("state[slot({}u, ri)] = {name}.{x};", at + k));
+        }
+    }
+    c.open("if diverged > 0u {");
+    c.line("status[ri] = diverged;");
+    c.close();
+    c.close();
+    c.s.push_str(&tally::wgsl_store(&lay));
+    c.close();
+    c.close();
+    c.s
+}

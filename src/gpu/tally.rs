@@ -1,0 +1,145 @@
+//! The metric running sums the kernel keeps on the device, listed once. The list
+//! places them in the state buffer ([`StateLayout`]), declares them as registers of
+//! each leg's invocation (loaded at dispatch start, stored at its end: [`wgsl_load`],
+//! [`wgsl_store`]) and names them for the host, which turns them into the
+//! [`crate::metrics::Tally`] of the CPU twin (`engine::finish_instance`). A new running
+//! sum is one entry here, its update in `shaders/metrics.wgsl`, and its line there.
+
+/// Who owns a running sum.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Per {
+    /// One per leg, kept by that leg's invocation.
+    Leg,
+    /// One per robot, kept (identically) by every leg, stored by leg 0.
+    Robot,
+}
+
+/// One running sum: WGSL variable `t_<name>`.
+#[derive(Debug, Clone, Copy)]
+pub struct RunningSum {
+    pub name: &'static str,
+    pub per: Per,
+}
+
+const fn leg(name: &'static str) -> RunningSum {
+    RunningSum {
+        name,
+        per: Per::Leg,
+    }
+}
+
+const fn robot(name: &'static str) -> RunningSum {
+    RunningSum {
+        name,
+        per: Per::Robot,
+    }
+}
+
+/// The running sums, in state-buffer order (after q and v).
+pub const RUNNING_SUMS: &[RunningSum] = &[
+    // Actuation work ∫|M0ψ̇|dt of this leg (summed over legs at each sample).
+    leg("work"),
+    // Unwrapped phase φ (0 at t = 0) and its value at the first window sample.
+    leg("phi"),
+    leg("phi_start"),
+    // The previous sample's unit basal tangent.
+    leg("prev_tx"),
+    leg("prev_ty"),
+    // Σ e^{iΔ} over the window for the pair (leg, leg + 1); the last leg's stays 0.
+    leg("pair_re"),
+    leg("pair_im"),
+    // Window samples with the tip in contact.
+    leg("contact_count"),
+    // Largest |qᵀGq − ℓ|/ℓ of this leg over the run's samples.
+    leg("max_inext"),
+    // Σ over window samples of |mean e^{iφ}|.
+    robot("kuramoto_sum"),
+    // Y_b at the first sample, the first window sample and the last sample.
+    robot("first_y"),
+    robot("window_y"),
+    robot("last_y"),
+    // Actuation work of the robot at the last sample.
+    robot("last_work"),
+];
+
+/// Slots of one instance's resident state (SoA: slot s of instance i is
+/// `state[s * batch + i]`): q, v (legs then body), then the running sums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateLayout {
+    pub n_legs: usize,
+    pub n_nodes: usize,
+}
+
+impl StateLayout {
+    pub fn leg_dofs(&self) -> usize {
+        4 * self.n_nodes
+    }
+    pub fn nq(&self) -> usize {
+        self.n_legs * self.leg_dofs() + 3
+    }
+    pub fn q(&self) -> usize {
+        0
+    }
+    pub fn v(&self) -> usize {
+        self.nq()
+    }
+    /// First slot of the running sums.
+    pub fn sums(&self) -> usize {
+        2 * self.nq()
+    }
+    fn width(&self, per: Per) -> usize {
+        match per {
+            Per::Leg => self.n_legs,
+            Per::Robot => 1,
+        }
+    }
+    /// First slot of running sum `name` (leg l of a per-leg sum is at `+ l`).
+    pub fn sum(&self, name: &str) -> usize {
+        let mut at = self.sums();
+        for s in RUNNING_SUMS {
+            if s.name == name {
+                return at;
+            }
+            at += self.width(s.per);
+        }
+        panic!("no running sum {name:?} in RUNNING_SUMS")
+    }
+    pub fn slots(&self) -> usize {
+        self.sums()
+            + RUNNING_SUMS
+                .iter()
+                .map(|s| self.width(s.per))
+                .sum::<usize>()
+    }
+}
+
+/// WGSL: declare and load every running sum of this invocation (leg `leg`, robot `ri`).
+pub fn wgsl_load(lay: &StateLayout) -> String {
+    let mut s = String::new();
+    for r in RUNNING_SUMS {
+        let at = lay.sum(r.name);
+        let idx = match r.per {
+            Per::Leg => format!("{at}u + leg"),
+            Per::Robot => format!("{at}u"),
+        };
+        s.push_str(&format!(
+            "    var t_{}: real = state[slot({idx}, ri)];\n",
+            r.name
+        ));
+    }
+    s
+}
+
+/// WGSL: store every running sum (per-robot ones by leg 0 only).
+pub fn wgsl_store(lay: &StateLayout) -> String {
+    let mut s = String::new();
+    for r in RUNNING_SUMS {
+        let at = lay.sum(r.name);
+        let line = match r.per {
+            Per::Leg => format!("state[slot({at}u + leg, ri)] = t_{};", r.name),
+            Per::Robot => format!("if leg == 0u {{ state[slot({at}u, ri)] = t_{}; }}", r.name),
+        };
+        s.push_str(&format!("        {line}\n"));
+    }
+    s
+}
