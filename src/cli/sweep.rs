@@ -34,9 +34,10 @@ pub struct SweepArgs {
     /// SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT when set, else the whole sweep.
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
-    /// Afterwards re-run K random points of this shard on the reference solver and
-    /// write the agreement to DIR/validation-shard<K>.csv.
-    #[arg(long, value_name = "K")]
+    /// Afterwards re-run N random points of this shard on the reference solver and
+    /// write the agreement to DIR/validation-shard<S>.csv (S = this shard's index, 0
+    /// without --shard).
+    #[arg(long, value_name = "N")]
     validate: Option<usize>,
     /// Print the plan (points, chunks, estimated time) and run nothing.
     #[arg(long)]
@@ -44,6 +45,8 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    gpu: super::gpu::GpuArgs,
 }
 
 /// Rough single-thread cost of a point in seconds (for --dry-run): the cpu backend
@@ -79,6 +82,14 @@ fn human(seconds: f64) -> String {
 }
 
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    if a.backend == Backend::Gpu {
+        a.gpu.apply()?;
+    } else {
+        anyhow::ensure!(
+            !a.gpu.any_given(),
+            "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
+        );
+    }
     let spec = SweepSpec::from_file(&a.file)?;
     let plan = Plan::new(&spec)?;
     let shard = match &a.shard {
