@@ -67,8 +67,43 @@ fn body_outline(robot: &Robot) -> Vec<[f64; 2]> {
     ]
 }
 
+/// Is `name` one of the pictures a `--snapshots` run writes ([`snapshots`],
+/// [`BASAL_ANGLES_FILE`])? Only these are removed when a directory is reused.
+fn is_own_picture(name: &str) -> bool {
+    name == BASAL_ANGLES_FILE || (name.starts_with("snapshot_t") && name.ends_with(".png"))
+}
+
+/// File name of the basal-angle plot in a snapshot directory.
+pub const BASAL_ANGLES_FILE: &str = "basal_angles.png";
+
+/// Remove the pictures of a previous run from `dir` (metachron's own file names only;
+/// anything else there is left alone), so a reused directory never mixes two runs.
+/// Returns how many files were removed.
+pub fn clear_previous_pictures(dir: &Path) -> Result<usize, OutputError> {
+    let io = |source| OutputError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io(e)),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry.map_err(io)?;
+        let own = entry.file_name().to_str().is_some_and(is_own_picture);
+        if own && entry.file_type().map_err(io)?.is_file() {
+            std::fs::remove_file(entry.path()).map_err(io)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Draw the robot at the sample nearest each requested time; one PNG per time,
-/// `snapshot_t<time>.png` in `dir`. Returns the files written.
+/// `snapshot_t<time>.png` in `dir`, after removing a previous run's pictures there.
+/// Returns the files written.
 pub fn snapshots(
     robot: &Robot,
     samples: &[Sample],
@@ -80,6 +115,7 @@ pub fn snapshots(
         path: dir.display().to_string(),
         source,
     })?;
+    clear_previous_pictures(dir)?;
     let with_q: Vec<&Sample> = samples.iter().filter(|s| !s.q.is_empty()).collect();
     let mut written = Vec::new();
     if with_q.is_empty() {
