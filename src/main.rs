@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cli;
 
@@ -27,6 +27,13 @@ enum Command {
     Map(cli::map::MapArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
+    /// Print a shell completion script, e.g. `metachron completions bash > ~/.local/share/bash-completion/completions/metachron`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `metachron man > ~/.local/share/man/man1/metachron.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -36,6 +43,19 @@ fn main() -> ExitCode {
         Command::Devices => cli::gpu::devices(),
         Command::Sweep(args) => cli::sweep::run(args),
         Command::Map(args) => cli::map::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "metachron",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => code,
