@@ -240,3 +240,45 @@ fn the_sbatch_script_finds_the_binary_or_says_how() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Width and height from a PNG's IHDR chunk.
+fn png_size(path: &Path) -> (u32, u32) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(
+        &b[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        path.display()
+    );
+    let be = |k: usize| u32::from_be_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
+    (be(16), be(20))
+}
+
+fn draw_model_figure(path: &Path) {
+    let robot = metachron::model::Robot::new(&metachron::params::Params::default());
+    metachron::output::plots::model_figure(&robot, path).unwrap();
+}
+
+/// docs/model.md's figure is drawn by this code: the committed PNG has the size the
+/// code draws now (regenerate with `cargo test --release --test first_hour -- --ignored`).
+#[test]
+fn the_model_figure_is_drawn_by_metachron() {
+    let dir = scratch("figure");
+    let fresh = dir.join("robot.png");
+    draw_model_figure(&fresh);
+    let size = png_size(&fresh);
+    assert!(size.0 >= 800 && size.1 >= 150, "{size:?}");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/robot.png");
+    assert_eq!(
+        png_size(&committed),
+        size,
+        "docs/robot.png is stale: regenerate it"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+#[ignore = "writes docs/robot.png"]
+fn regenerate_the_model_figure() {
+    draw_model_figure(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/robot.png"));
+}
