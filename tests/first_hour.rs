@@ -212,7 +212,7 @@ fn the_sbatch_script_finds_the_binary_or_says_how() {
     let (_, err) = text(&missing);
     assert_eq!(missing.status.code(), Some(127), "{err}");
     assert!(
-        err.contains("cargo install --path .") && err.contains("METACHRON="),
+        err.contains("cargo install --locked --path .") && err.contains("METACHRON="),
         "{err}"
     );
 
