@@ -1,6 +1,6 @@
 //! metachron: parameter-sweep engine for planar robots on elastic (Hermite FE) legs.
 //!
-//! Layout: [`params`] (every MODEL.md parameter), [`model`] (FE matrices, forces,
+//! Layout: [`params`] (every model parameter), [`model`] (FE matrices, forces,
 //! accelerations), [`reference`] (the stiff adaptive CPU solver), [`metrics`]
 //! (coordination and locomotion metrics), [`output`] (Parquet and pictures).
 

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cli;
 
@@ -32,6 +32,13 @@ enum Command {
     /// Report a sweep dataset's health: complete, missing ids, bad or quarantined files,
     /// who wrote what. Exit 0 only when complete and clean.
     Check(cli::check::CheckArgs),
+    /// Print a shell completion script, e.g. `metachron completions bash > ~/.local/share/bash-completion/completions/metachron`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `metachron man > ~/.local/share/man/man1/metachron.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -43,6 +50,19 @@ fn main() -> ExitCode {
         Command::Map(args) => cli::map::run(args),
         Command::Bench(args) => cli::bench::run(args),
         Command::Check(args) => cli::check::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "metachron",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(Cli::command())
+            .render(&mut std::io::stdout())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(code) => code,

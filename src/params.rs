@@ -1,4 +1,4 @@
-//! Every parameter of MODEL.md in one type, with the paper's run as defaults.
+//! Every parameter of the model (docs/model.md) in one type, with the paper's run as defaults.
 //!
 //! The scalar fields are declared once in [`define_params!`]: that single table
 //! generates the struct, its defaults, units, allowed ranges, `--set` parsing and
@@ -61,7 +61,7 @@ pub const MAX_NODES: usize = 12;
 
 macro_rules! define_params {
     ($( $name:ident : $ty:ident = $default:expr, $unit:literal, $range:expr, $doc:literal $(, $gpu:ident)?; )*) => {
-        /// All model parameters (MODEL.md names, snake_case, SI units, radians).
+        /// All model parameters (docs/model.md's names, snake_case, SI units, radians).
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(default, deny_unknown_fields)]
         pub struct Params {

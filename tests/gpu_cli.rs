@@ -50,7 +50,13 @@ fn simulate_on_the_gpu_reports_the_adapter_and_the_metrics() {
 
 #[test]
 fn without_a_usable_adapter_gpu_falls_back_to_the_cpu_batch_with_a_notice() {
-    let (code, out, err) = metachron(GPU_RUN, &[("METACHRON_ADAPTER", "no-such-adapter-xyz")]);
+    // No usable adapter: the Vulkan loader is pointed at no driver. (A named adapter that
+    // does not exist is an error, not a fallback: tests/first_hour.rs.)
+    let no_driver = [
+        ("VK_ICD_FILENAMES", "/nonexistent/icd.json"),
+        ("VK_DRIVER_FILES", "/nonexistent/icd.json"),
+    ];
+    let (code, out, err) = metachron(GPU_RUN, &no_driver);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("GPU backend unavailable"), "{err}");
     assert!(out.contains("backend cpu"), "{out}");

@@ -253,7 +253,7 @@ fn simulate_command_writes_its_outputs_and_pictures() {
 
 #[test]
 fn the_shipped_paper_point_file_is_the_default_configuration() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sweeps/paper-point.toml");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/paper-point.toml");
     let cfg = RunConfig::from_toml_file(&path).unwrap();
     cfg.validate().unwrap();
     let def = RunConfig::default();

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 
 use metachron::gpu::{self, GpuOptions, PrecisionChoice};
@@ -33,13 +33,48 @@ impl GpuArgs {
                 self.gpu_precision
             },
         };
+        let explicit = opts.adapter.clone();
         gpu::configure(opts);
+        quiet_window_system();
+        // Only `--backend gpu` alone may fall back to the CPU; an adapter asked for by
+        // name that cannot be opened is the user's mistake, not a reason to run elsewhere.
+        if let Some(name) = explicit {
+            gpu::shared_context()
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("--adapter {name}"))?;
+        }
         Ok(())
+    }
+
+    /// True when a flag (not the environment) asked for something GPU-specific.
+    pub fn any_given(&self) -> bool {
+        self.adapter.is_some() || self.gpu_precision != PrecisionChoice::Auto
+    }
+}
+
+/// Vulkan's window-system layer prints `error: XDG_RUNTIME_DIR is invalid or not set`
+/// when the variable is missing (batch jobs, containers), although compute never needs
+/// a display. Give the process a private runtime directory instead, before any GPU use
+/// and while the process is still single-threaded (setting the environment races with
+/// threads reading it).
+pub fn quiet_window_system() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|v| !v.is_empty()) {
+        return;
+    }
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+    let dir = std::env::temp_dir().join(format!("metachron-runtime-{user}"));
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    if builder.create(&dir).is_ok() {
+        std::env::set_var("XDG_RUNTIME_DIR", &dir);
     }
 }
 
 /// `metachron devices`: every adapter wgpu sees, with what metachron needs of it.
 pub fn devices() -> Result<ExitCode> {
+    quiet_window_system();
     let adapters = gpu::list_adapters();
     if adapters.is_empty() {
         println!("no GPU adapter found (Vulkan). Without one, --backend gpu falls back to the CPU batch.");

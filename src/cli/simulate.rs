@@ -114,6 +114,11 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
                 "warning: --point-timeout is not applied on the device: the run goes to t_final"
             );
         }
+    } else {
+        anyhow::ensure!(
+            !a.gpu.any_given(),
+            "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
+        );
     }
     let t_final = cfg.params.t_final;
     let snapshot_times = if a.snapshot_times.is_empty() {
@@ -274,7 +279,7 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     if let Some(dir) = &plan.snapshots {
         let robot = Robot::new(&cfg.params);
         let files = plots::snapshots(&robot, &result.samples, &plan.snapshot_times, dir)?;
-        let angles = dir.join("basal_angles.png");
+        let angles = dir.join(plots::BASAL_ANGLES_FILE);
         let start: Vec<f64> = (0..cfg.params.n_legs)
             .map(|i| cfg.params.initial_angle(i))
             .collect();
@@ -292,10 +297,11 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     })
 }
 
-/// "adapter name, f64" for GPU results, empty otherwise.
+/// "adapter name, f64" for GPU results, empty otherwise. Only a GPU result asks for the
+/// context: opening it creates a Vulkan instance, which cpu and reference runs must not.
 fn adapter_label(r: &PointResult) -> String {
     if r.backend != Backend::Gpu {
-        return String::new(); // and no GPU start-up (~70 MB) for a CPU run
+        return String::new();
     }
     match metachron::gpu::shared_context() {
         Ok(ctx) => format!("{}, {}", ctx.adapter.name, ctx.precision.label()),

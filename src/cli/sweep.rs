@@ -33,9 +33,10 @@ pub struct SweepArgs {
     /// SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT when set, else the whole sweep.
     #[arg(long, value_name = "K/N")]
     shard: Option<String>,
-    /// Afterwards re-run K random points of this shard on the reference solver and
-    /// write the agreement to DIR/validation-shard<K>.csv.
-    #[arg(long, value_name = "K")]
+    /// Afterwards re-run N random points of this shard on the reference solver and
+    /// write the agreement to DIR/validation-shard<S>.csv (S = this shard's index, 0
+    /// without --shard).
+    #[arg(long, value_name = "N")]
     validate: Option<usize>,
     /// Print the plan (points, chunks, estimated time) and run nothing.
     #[arg(long)]
@@ -47,6 +48,8 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    gpu: super::gpu::GpuArgs,
 }
 
 /// Rough single-thread cost of a point in seconds (for --dry-run), from the step the
@@ -111,6 +114,14 @@ fn human(seconds: f64) -> String {
 }
 
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    if a.backend == Backend::Gpu {
+        a.gpu.apply()?;
+    } else {
+        anyhow::ensure!(
+            !a.gpu.any_given(),
+            "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
+        );
+    }
     let mut spec = SweepSpec::from_file(&a.file)?;
     if let Some(t) = a.point_timeout {
         anyhow::ensure!(

@@ -1,4 +1,5 @@
-//! Rigid U-shaped body: geometry (1a), (2)-(3), (37), (43) and terrain contact.
+//! Rigid U-shaped body: geometry docs/model.md (13)-(17) (the paper's (1a), (2)-(3), (37),
+//! (43)), equations (18) and terrain contact (19).
 
 use crate::params::Params;
 
@@ -83,7 +84,7 @@ impl BodyGeometry {
         ]
     }
 
-    /// Terrain penalty at P_1 and P_2 (both ends, MODEL.md's choice over (44)).
+    /// Terrain penalty (19) at P_1 and P_2 (both ends, docs/model.md's choice over the paper's (44)).
     pub fn contact(&self, body: &[f64], x_t: f64, epsilon: f64) -> BodyLoad {
         let mut load = BodyLoad::default();
         for off in self.p_points {

@@ -1,4 +1,4 @@
-//! Cubic Hermite finite elements for one leg component (MODEL.md, "Legs").
+//! Cubic Hermite finite elements for one leg component: docs/model.md (1)-(6).
 //!
 //! One component (X or Y) of a leg has 2n unknowns ordered
 //! `[value_1..value_n, slope_1..slope_n]` (a then b for X, c then d for Y).

@@ -1,4 +1,4 @@
-//! The model of MODEL.md: Hermite legs with Bayo's penalty, springs, servo,
+//! The model of docs/model.md: Hermite legs with Bayo's penalty, springs, servo,
 //! contact and the rigid body. This is the readable statement of the equations;
 //! the WGSL kernels are its fast twin.
 

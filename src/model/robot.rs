@@ -51,7 +51,7 @@ impl Energy {
     }
 }
 
-/// The inextensibility constraint of one leg at (q, v) (MODEL.md, Bayo's penalty):
+/// The inextensibility constraint of one leg at (q, v) (Bayo's penalty, docs/model.md (7)-(8)):
 /// G q per component block, the residual V = qᵀGq − ℓ, vᵀGv and Jᵀv with J = 2Gq.
 /// Shared by the reference's accelerations and the fixed-step kick.
 #[derive(Debug, Clone, Copy)]

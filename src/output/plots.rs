@@ -7,6 +7,7 @@ use plotters::prelude::*;
 
 use crate::error::OutputError;
 use crate::model::hermite::interpolate;
+use crate::model::springs::{Anchor, Spring};
 use crate::model::{BodyGeometry, Robot};
 use crate::sample::Sample;
 
@@ -67,8 +68,132 @@ fn body_outline(robot: &Robot) -> Vec<[f64; 2]> {
     ]
 }
 
+/// Screen coordinates of a world point: horizontal = y, vertical = −x (x points down).
+fn screen(w: [f64; 2]) -> (f64, f64) {
+    (w[1], -w[0])
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    BitMapBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// Terrain (over `y_span`), body outline, springs and legs (from the Hermite
+/// interpolation, tips dotted) of the robot in configuration `q`.
+fn draw_robot(
+    chart: &mut Chart,
+    robot: &Robot,
+    q: &[f64],
+    y_span: (f64, f64),
+    path: &Path,
+) -> Result<(), OutputError> {
+    let p = &robot.p;
+    let to = screen;
+    chart
+        .draw_series(LineSeries::new(
+            [(y_span.0, -p.x_t), (y_span.1, -p.x_t)],
+            BLACK.stroke_width(2),
+        ))
+        .map_err(|e| plot_err(path, e))?;
+    let body = &q[robot.n_legs * robot.leg_dofs..];
+    let outline: Vec<(f64, f64)> = body_outline(robot)
+        .into_iter()
+        .map(|o| to(BodyGeometry::world(body, o)))
+        .collect();
+    chart
+        .draw_series(std::iter::once(Polygon::new(
+            outline.clone(),
+            RGBColor(200, 200, 210).filled(),
+        )))
+        .map_err(|e| plot_err(path, e))?;
+    chart
+        .draw_series(LineSeries::new(
+            outline,
+            RGBColor(60, 60, 80).stroke_width(2),
+        ))
+        .map_err(|e| plot_err(path, e))?;
+    for sp in &robot.springs {
+        let (a, b) = spring_ends(robot, q, sp);
+        chart
+            .draw_series(LineSeries::new(
+                [to(a), to(b)],
+                RGBColor(120, 120, 120).stroke_width(1),
+            ))
+            .map_err(|e| plot_err(path, e))?;
+    }
+    let m = 2 * robot.n_nodes;
+    for i in 0..robot.n_legs {
+        let leg = robot.leg(q, i);
+        let pts: Vec<(f64, f64)> = (0..=60)
+            .map(|k| {
+                let sa = p.leg_length * k as f64 / 60.0;
+                to([
+                    interpolate(&leg[..m], robot.n_nodes, p.leg_length, sa),
+                    interpolate(&leg[m..], robot.n_nodes, p.leg_length, sa),
+                ])
+            })
+            .collect();
+        let c = leg_colour(i);
+        chart
+            .draw_series(std::iter::once(PathElement::new(pts, c.stroke_width(3))))
+            .map_err(|e| plot_err(path, e))?;
+        let tip = robot.tip(q, i);
+        chart
+            .draw_series(std::iter::once(Circle::new(to(tip), 4, c.filled())))
+            .map_err(|e| plot_err(path, e))?;
+    }
+    Ok(())
+}
+
+/// World positions of a spring's two ends (leg base, and a leg base or body point).
+fn spring_ends(robot: &Robot, q: &[f64], sp: &Spring) -> ([f64; 2], [f64; 2]) {
+    let body = &q[robot.n_legs * robot.leg_dofs..];
+    let a = robot.base(q, sp.leg);
+    let b = match sp.other {
+        Anchor::Leg(j) => robot.base(q, j),
+        Anchor::Body(j) => BodyGeometry::world(body, robot.body.b_points[j]),
+    };
+    (a, b)
+}
+
+/// Is `name` one of the pictures a `--snapshots` run writes ([`snapshots`],
+/// [`BASAL_ANGLES_FILE`])? Only these are removed when a directory is reused.
+fn is_own_picture(name: &str) -> bool {
+    name == BASAL_ANGLES_FILE || (name.starts_with("snapshot_t") && name.ends_with(".png"))
+}
+
+/// File name of the basal-angle plot in a snapshot directory.
+pub const BASAL_ANGLES_FILE: &str = "basal_angles.png";
+
+/// Remove the pictures of a previous run from `dir` (metachron's own file names only;
+/// anything else there is left alone), so a reused directory never mixes two runs.
+/// Returns how many files were removed.
+pub fn clear_previous_pictures(dir: &Path) -> Result<usize, OutputError> {
+    let io = |source| OutputError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io(e)),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let entry = entry.map_err(io)?;
+        let own = entry.file_name().to_str().is_some_and(is_own_picture);
+        if own && entry.file_type().map_err(io)?.is_file() {
+            std::fs::remove_file(entry.path()).map_err(io)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Draw the robot at the sample nearest each requested time; one PNG per time,
-/// `snapshot_t<time>.png` in `dir`. Returns the files written.
+/// `snapshot_t<time>.png` in `dir`, after removing a previous run's pictures there.
+/// Returns the files written.
 pub fn snapshots(
     robot: &Robot,
     samples: &[Sample],
@@ -80,6 +205,7 @@ pub fn snapshots(
         path: dir.display().to_string(),
         source,
     })?;
+    clear_previous_pictures(dir)?;
     let with_q: Vec<&Sample> = samples.iter().filter(|s| !s.q.is_empty()).collect();
     let mut written = Vec::new();
     if with_q.is_empty() {
@@ -115,69 +241,7 @@ pub fn snapshots(
             .disable_mesh()
             .draw()
             .map_err(|e| plot_err(&path, e))?;
-        // Screen coordinates: horizontal = y, vertical = −x (x points down).
-        let to = |w: [f64; 2]| (w[1], -w[0]);
-        chart
-            .draw_series(LineSeries::new(
-                [(ymin - half, -p.x_t), (ymax + half, -p.x_t)],
-                BLACK.stroke_width(2),
-            ))
-            .map_err(|e| plot_err(&path, e))?;
-        let body = &s.q[robot.n_legs * robot.leg_dofs..];
-        let outline: Vec<(f64, f64)> = body_outline(robot)
-            .into_iter()
-            .map(|o| to(BodyGeometry::world(body, o)))
-            .collect();
-        chart
-            .draw_series(std::iter::once(Polygon::new(
-                outline.clone(),
-                RGBColor(200, 200, 210).filled(),
-            )))
-            .map_err(|e| plot_err(&path, e))?;
-        chart
-            .draw_series(LineSeries::new(
-                outline,
-                RGBColor(60, 60, 80).stroke_width(2),
-            ))
-            .map_err(|e| plot_err(&path, e))?;
-        // Springs.
-        for sp in &robot.springs {
-            let a = robot.base(&s.q, sp.leg);
-            let b = match sp.other {
-                crate::model::springs::Anchor::Leg(j) => robot.base(&s.q, j),
-                crate::model::springs::Anchor::Body(j) => {
-                    BodyGeometry::world(body, robot.body.b_points[j])
-                }
-            };
-            chart
-                .draw_series(LineSeries::new(
-                    [to(a), to(b)],
-                    RGBColor(120, 120, 120).stroke_width(1),
-                ))
-                .map_err(|e| plot_err(&path, e))?;
-        }
-        // Legs from the Hermite interpolation.
-        let m = 2 * robot.n_nodes;
-        for i in 0..robot.n_legs {
-            let leg = robot.leg(&s.q, i);
-            let pts: Vec<(f64, f64)> = (0..=60)
-                .map(|k| {
-                    let sa = p.leg_length * k as f64 / 60.0;
-                    to([
-                        interpolate(&leg[..m], robot.n_nodes, p.leg_length, sa),
-                        interpolate(&leg[m..], robot.n_nodes, p.leg_length, sa),
-                    ])
-                })
-                .collect();
-            let c = leg_colour(i);
-            chart
-                .draw_series(std::iter::once(PathElement::new(pts, c.stroke_width(3))))
-                .map_err(|e| plot_err(&path, e))?;
-            let tip = robot.tip(&s.q, i);
-            chart
-                .draw_series(std::iter::once(Circle::new(to(tip), 4, c.filled())))
-                .map_err(|e| plot_err(&path, e))?;
-        }
+        draw_robot(&mut chart, robot, &s.q, (ymin - half, ymax + half), &path)?;
         root.present().map_err(|e| plot_err(&path, e))?;
         drop(chart);
         drop(root);
@@ -237,6 +301,139 @@ pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
+        .map_err(|e| plot_err(path, e))?;
+    root.present().map_err(|e| plot_err(path, e))?;
+    Ok(())
+}
+
+/// The robot at its initial state with its symbols (docs/model.md's figure): body
+/// points B_j, contact points P_1, P_2, centre of mass C, springs α and β with their
+/// rest lengths, basal angle ψ, terrain X_t and the frame.
+pub fn model_figure(robot: &Robot, path: &Path) -> Result<(), OutputError> {
+    ensure_font();
+    let p = &robot.p;
+    let g = &robot.body;
+    let (q, _) = robot.initial_state();
+    let body = &q[robot.n_legs * robot.leg_dofs..];
+    let half = g.tau_l / 2.0 + g.tau_b + 0.6;
+    let (top, bottom) = (p.l_beta + p.tau_t + 0.9, -(p.x_t + 0.45));
+    let width = 1600u32;
+    let height = ((width - 40) as f64 * (top - bottom) / (2.0 * half)) as u32 + 60;
+    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "metachron's robot at t = 0 (N = {}, n = {}; x points down, y along the body)",
+                robot.n_legs, robot.n_nodes
+            ),
+            ("sans-serif", 22),
+        )
+        .margin(10)
+        .build_cartesian_2d(-half..half, bottom..top)
+        .map_err(|e| plot_err(path, e))?;
+    draw_robot(&mut chart, robot, &q, (-half, half), path)?;
+
+    let ink = RGBColor(20, 20, 20);
+    let font = ("sans-serif", 20).into_font().color(&ink);
+    let mut text = |at: (f64, f64), label: String| {
+        chart
+            .draw_series(std::iter::once(Text::new(label, at, font.clone())))
+            .map(|_| ())
+            .map_err(|e| plot_err(path, e))
+    };
+    let world = |o: [f64; 2]| screen(BodyGeometry::world(body, o));
+    let mut marks: Vec<(f64, f64)> = Vec::new();
+    // Body points and contact points.
+    let last = g.b_points.len() - 1;
+    for (j, label) in [
+        (0, "B_1".to_string()),
+        (1, "B_2".to_string()),
+        (last, format!("B_{}", last + 1)),
+    ] {
+        let at = world(g.b_points[j]);
+        marks.push(at);
+        text((at.0 + 0.08, at.1 + 0.32), label)?;
+    }
+    for (k, off) in g.p_points.iter().enumerate() {
+        let at = world(*off);
+        marks.push(at);
+        text((at.0 - 0.35, at.1 + 0.3), format!("P_{}", k + 1))?;
+    }
+    let c = screen([body[0], body[1]]);
+    marks.push(c);
+    text((c.0 + 0.1, c.1 + 0.3), "C = (X_b, Y_b), θ".into())?;
+    // Springs: the first α (leg 1 to B_1), an α between legs 1 and 2, the first β.
+    let mid = |sp: &Spring| {
+        let (a, b) = spring_ends(robot, &q, sp);
+        screen([(a[0] + b[0]) / 2.0, (a[1] + b[1]) / 2.0])
+    };
+    let alpha_legs = robot
+        .springs
+        .iter()
+        .find(|s| matches!(s.other, Anchor::Leg(_)));
+    let beta_1 = robot
+        .springs
+        .iter()
+        .find(|s| s.k == p.beta && s.rest == p.l_beta && s.other == Anchor::Body(s.leg + 1));
+    if let Some(sp) = alpha_legs {
+        let m = mid(sp);
+        text((m.0 - 0.3, m.1 - 0.06), "α, L_α".into())?;
+    }
+    if let Some(sp) = beta_1 {
+        let m = mid(sp);
+        text((m.0 + 0.08, m.1 + 0.1), "β, L_β".into())?;
+    }
+    let first = mid(&robot.springs[0]);
+    text((first.0 - 0.1, first.1 - 0.06), "α".into())?;
+    // Legs: base (s = 0), tip (s = ℓ), basal angle ψ from +x.
+    let base = screen(robot.base(&q, 0));
+    text((base.0 + 0.06, base.1 - 0.32), "s = 0".into())?;
+    let tip = screen(robot.tip(&q, 0));
+    text((tip.0 + 0.08, tip.1 + 0.25), "s = ℓ (tip)".into())?;
+    if robot.n_legs > 1 {
+        let b2 = screen(robot.base(&q, 1));
+        text(
+            (b2.0 + 0.1, b2.1 - 0.1),
+            format!("ψ_2 = {:.0}°", p.initial_angle(1).to_degrees()),
+        )?;
+    }
+    for i in [0, robot.n_legs - 1] {
+        let t = screen(robot.tip(&q, i));
+        text((t.0 - 0.25, t.1 - 0.12), format!("leg {}", i + 1))?;
+    }
+    // Body dimensions, terrain and frame.
+    let bar_top = -p.l_beta - p.tau_t - g.xb0;
+    let at = world([bar_top + 0.6 * p.tau_t, 0.5 * p.l_alpha]);
+    text(at, "τ_T".into())?;
+    let arm = world([-g.xb0 + p.tau_c, g.tau_l / 2.0 + 0.1]);
+    text(arm, "τ_C".into())?;
+    text((half - 3.2, -p.x_t - 0.08), "terrain x = X_t".into())?;
+    let o = (-half + 0.3, top - 0.35);
+    chart
+        .draw_series([
+            PathElement::new(vec![o, (o.0, o.1 - 0.8)], ink.stroke_width(2)),
+            PathElement::new(vec![o, (o.0 + 0.8, o.1)], ink.stroke_width(2)),
+        ])
+        .map_err(|e| plot_err(path, e))?;
+    let mut text2 = |at: (f64, f64), label: &str| {
+        chart
+            .draw_series(std::iter::once(Text::new(
+                label.to_string(),
+                at,
+                font.clone(),
+            )))
+            .map(|_| ())
+            .map_err(|e| plot_err(path, e))
+    };
+    text2((o.0 + 0.08, o.1 - 0.55), "x")?;
+    text2((o.0 + 0.85, o.1 + 0.12), "y")?;
+    chart
+        .draw_series(
+            marks
+                .into_iter()
+                .map(|m| Circle::new(m, 5, RGBColor(200, 30, 30).filled())),
+        )
         .map_err(|e| plot_err(path, e))?;
     root.present().map_err(|e| plot_err(path, e))?;
     Ok(())
