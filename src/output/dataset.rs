@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::DataType;
 
 use crate::error::{OutputError, SolverError};
@@ -293,6 +293,17 @@ fn column_of(a: &dyn Array) -> Option<Column> {
     }
     if let Some(x) = any.downcast_ref::<UInt64Array>() {
         return Some(Column::Num(x.values().iter().map(|&v| v as f64).collect()));
+    }
+    if let Some(x) = any.downcast_ref::<BooleanArray>() {
+        // true/false as 1/0; null (unknown) as NaN.
+        return Some(Column::Num(
+            (0..x.len())
+                .map(|i| match x.is_null(i) {
+                    true => f64::NAN,
+                    false => f64::from(u8::from(x.value(i))),
+                })
+                .collect(),
+        ));
     }
     if let Some(x) = any.downcast_ref::<StringArray>() {
         return Some(Column::Text(

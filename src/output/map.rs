@@ -248,6 +248,7 @@ fn class_colour(label: &str) -> RGBColor {
         "synchronous" => RGBColor(31, 119, 180),
         "locked" => RGBColor(148, 103, 189),
         "unlocked" => RGBColor(255, 187, 120),
+        "still" => RGBColor(140, 86, 75),
         "diverged" => RGBColor(214, 39, 40),
         "failed" => RGBColor(60, 60, 60),
         _ => RGBColor(180, 180, 180),
@@ -259,6 +260,7 @@ const CLASSES: &[&str] = &[
     "synchronous",
     "locked",
     "unlocked",
+    "still",
     "diverged",
     "failed",
 ];
