@@ -25,6 +25,8 @@ enum Command {
     Sweep(cli::sweep::SweepArgs),
     /// Draw a heatmap of a metric over two swept parameters from a sweep's dataset.
     Map(cli::map::MapArgs),
+    /// One row per parameter combination: class fractions with Wilson 95 % intervals.
+    Summarize(cli::summarize::SummarizeArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
 }
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         Command::Devices => cli::gpu::devices(),
         Command::Sweep(args) => cli::sweep::run(args),
         Command::Map(args) => cli::map::run(args),
+        Command::Summarize(args) => cli::summarize::run(args),
     };
     match result {
         Ok(code) => code,

@@ -44,6 +44,10 @@ pub struct SweepArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Continue unsettled runs in steps of t_final up to MAX_T seconds (overrides
+    /// `until_settled` in the sweep file; see docs/atlas.md).
+    #[arg(long, value_name = "MAX_T")]
+    until_settled: Option<f64>,
 }
 
 /// Rough single-thread cost of a point in seconds (for --dry-run): the cpu backend
@@ -106,6 +110,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         shard,
         stop_after_chunks: None,
     };
+    run::check_until_settled(&spec, a.until_settled, a.backend)?;
+    if spec.refine.is_some() || spec.adaptive.is_some() {
+        return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet);
+    }
     let work = run::work(&spec, &plan, &opts)?;
     let chunks = work.pending.len().div_ceil(batch);
     let threads = rayon::current_num_threads().max(1);

@@ -2,7 +2,7 @@
 //! `DIR/shard=K/part-<first point id>.parquet`, readable as one table by DuckDB
 //! (`SELECT … FROM 'DIR/**/*.parquet'`) and polars (`scan_parquet`).
 //!
-//! Rows: `point_id`, `combo`, `repeat`, every parameter as its own typed column, every
+//! Rows: `point_id`, `combo`, `repeat`, `level` (refinement level), every parameter as its own typed column, every
 //! metric, `status`, `class`, `backend`, `scheme`, `step`, `error`. Each part is written
 //! to a hidden temporary name and renamed when complete ([`parquet::write_atomic`]),
 //! so a killed sweep leaves only whole part files (and at most a hidden temporary,
@@ -130,6 +130,7 @@ pub fn chunk_batch(
         )),
     );
     t.u32("repeat", "1", points.iter().map(|p| p.repeat).collect());
+    t.u32("level", "1", points.iter().map(|p| p.level).collect());
     let params: Vec<&crate::Params> = points.iter().map(|p| &p.cfg.params).collect();
     parquet::push_param_columns(&mut t, &params);
     let failed: Vec<Metrics> = points.iter().map(|p| failed_metrics(p)).collect();

@@ -2,10 +2,13 @@
 //! with stable ids, run in chunks whose results are written as the part files of one
 //! Parquet dataset ([`crate::output::dataset`]).
 
+pub mod adaptive;
 pub mod plan;
+pub mod refine;
 pub mod rng;
 pub mod run;
 pub mod spec;
+pub mod summary;
 
 pub use plan::{Plan, PlannedPoint, Shard};
 pub use spec::{Axis, AxisKind, SweepSpec};
