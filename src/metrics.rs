@@ -696,7 +696,10 @@ mod tests {
         // equal, so PLV = R = 1 and Δ̄ = 0; without the `still` class this read as
         // synchronous.
         let m = run(|_, t| 0.3 + 1e-10 * t);
-        assert!((m.lag_order - 1.0).abs() < 1e-12 && m.min_plv > 0.999, "{m:?}");
+        assert!(
+            (m.lag_order - 1.0).abs() < 1e-12 && m.min_plv > 0.999,
+            "{m:?}"
+        );
         assert_eq!(m.class, Class::Still);
         // Still takes precedence over every coordination class, also with a lag ...
         let m = run(|i, t| 0.5 * i as f64 + 0.005 * t);

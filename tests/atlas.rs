@@ -149,7 +149,10 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
         run_refined(&s, &o, |_| {}).unwrap(),
         RefineOutcome::Stopped
     ));
-    assert!(run_refined(&s, &opts(&part, 7), |_| {}).is_err(), "needs --resume");
+    assert!(
+        run_refined(&s, &opts(&part, 7), |_| {}).is_err(),
+        "needs --resume"
+    );
     let mut o = opts(&part, 7);
     o.resume = true;
     refine_done(&s, &o);
@@ -197,7 +200,11 @@ fn killed_refined_sweep_resumes_to_the_same_rows() {
     };
     let full = dir.join("full");
     let st = Command::new(bin).args(args(&full, &[])).output().unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
 
     let out = dir.join("killed");
     let mut child = Command::new(bin)
@@ -208,7 +215,10 @@ fn killed_refined_sweep_resumes_to_the_same_rows() {
     let t0 = Instant::now();
     // Kill it once a level-1 point is written (past the first level).
     loop {
-        assert!(t0.elapsed() < Duration::from_secs(120), "no level 1 appeared");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no level 1 appeared"
+        );
         if let Some(status) = child.try_wait().unwrap() {
             panic!("sweep ended before it could be killed: {status}");
         }
@@ -225,7 +235,11 @@ fn killed_refined_sweep_resumes_to_the_same_rows() {
         .args(args(&out, &["--resume"]))
         .output()
         .unwrap();
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     assert_eq!(
         rows(&dataset::read_dataset(&out).unwrap(), &[]),
         rows(&full_ds, &[])
@@ -376,7 +390,12 @@ fn until_settled_is_refused_not_silently_rerun() {
     let out = dir.join("out");
     for (backend, max_t) in [("cpu", "2.0"), ("reference", "2.0"), ("cpu", "0.25")] {
         let st = Command::new(bin)
-            .args(["sweep", file.to_str().unwrap(), "--out", out.to_str().unwrap()])
+            .args([
+                "sweep",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
             .args(["--backend", backend, "--until-settled", max_t, "--quiet"])
             .output()
             .unwrap();

@@ -43,7 +43,11 @@ pub fn run(
                     l.combos,
                     l.points,
                     l.points_run,
-                    if l.truncated { ", cut at max_points" } else { "" }
+                    if l.truncated {
+                        ", cut at max_points"
+                    } else {
+                        ""
+                    }
                 );
             }
         })

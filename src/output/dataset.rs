@@ -12,7 +12,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_array::{
+    Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
 use arrow_schema::DataType;
 
 use crate::error::{OutputError, SolverError};

@@ -423,25 +423,25 @@ pub fn draw_map_with(
     let mut cells: Vec<Vec<CellValue>> = (0..n_tiles).map(|_| Vec::new()).collect();
     for (k, rows) in members.iter().enumerate() {
         for &row in rows {
-        let v = match mode {
-            2 => match col(&req.metric)? {
-                Column::Num(v) => CellValue::Num(v[row]),
-                Column::Text(_) => {
-                    return Err(err(
-                        out,
-                        format!(
-                            "`{}` is a text column: map `class` or a numeric metric",
-                            req.metric
-                        ),
-                    ))
-                }
-            },
-            _ => CellValue::Class(
-                class_col.ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
-                    .clone(),
-            ),
-        };
-        cells[k].push(v);
+            let v = match mode {
+                2 => match col(&req.metric)? {
+                    Column::Num(v) => CellValue::Num(v[row]),
+                    Column::Text(_) => {
+                        return Err(err(
+                            out,
+                            format!(
+                                "`{}` is a text column: map `class` or a numeric metric",
+                                req.metric
+                            ),
+                        ))
+                    }
+                },
+                _ => CellValue::Class(
+                    class_col.ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
+                        .clone(),
+                ),
+            };
+            cells[k].push(v);
         }
     }
     let target = fraction_of.unwrap_or("");
@@ -484,11 +484,8 @@ pub fn draw_map_with(
                         .filter(|v| matches!(v, CellValue::Class(s) if s == target))
                         .count();
                     num[k] = n as f64 / vs.len() as f64;
-                    let (lo, hi) = crate::sweep::summary::wilson(
-                        n,
-                        vs.len(),
-                        crate::sweep::summary::Z95,
-                    );
+                    let (lo, hi) =
+                        crate::sweep::summary::wilson(n, vs.len(), crate::sweep::summary::Z95);
                     wide[k] = mark_wide && hi - lo > ci_width;
                 }
             }
@@ -555,9 +552,9 @@ pub fn draw_map_with(
             .unwrap_or_default();
         let what = match mode {
             0 => "class (most frequent)".to_string(),
-            1 if mark_wide => format!(
-                "fraction {target} (/ : 95 % interval wider than {ci_width})"
-            ),
+            1 if mark_wide => {
+                format!("fraction {target} (/ : 95 % interval wider than {ci_width})")
+            }
             1 => format!("fraction of runs {target}"),
             _ => match crate::metrics::METRIC_COLUMNS
                 .iter()
@@ -574,9 +571,12 @@ pub fn draw_map_with(
         };
         // The tiles' extent (the grid's edges, or a refined dataset's outer cells).
         let bound = |f: fn(&[(f64, f64); 2]) -> (f64, f64)| {
-            rects.iter().map(f).fold((f64::INFINITY, f64::NEG_INFINITY), |a, r| {
-                (a.0.min(r.0), a.1.max(r.1))
-            })
+            rects
+                .iter()
+                .map(f)
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |a, r| {
+                    (a.0.min(r.0), a.1.max(r.1))
+                })
         };
         let (x0, x1) = bound(|r| (r[0].0, r[1].0));
         let (y0, y1) = bound(|r| (r[0].1, r[1].1));

@@ -58,7 +58,12 @@ impl AdaptiveRepeats {
                     format!("expected a number in (0, 1], got `{other}`"),
                 ))
             }
-            None => return Err(err("ci_width", "missing: give min, max and ci_width".into())),
+            None => {
+                return Err(err(
+                    "ci_width",
+                    "missing: give min, max and ci_width".into(),
+                ))
+            }
         };
         Ok(AdaptiveRepeats { min, max, ci_width })
     }

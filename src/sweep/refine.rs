@@ -67,7 +67,10 @@ impl Refine {
             });
         };
         if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(err(k, format!("unknown key; allowed are {}", KEYS.join(", "))));
+            return Err(err(
+                k,
+                format!("unknown key; allowed are {}", KEYS.join(", ")),
+            ));
         }
         let int = |t: &mut toml::Table, key: &str, lo: i64, hi: i64| match t.remove(key) {
             Some(toml::Value::Integer(i)) if (lo..=hi).contains(&i) => Ok(Some(i)),
@@ -78,8 +81,13 @@ impl Refine {
             None => Ok(None),
         };
         let max_level = int(&mut t, "max_level", 1, MAX_LEVEL)?.unwrap_or(3) as u32;
-        let max_points = int(&mut t, "max_points", 1, crate::sweep::spec::MAX_POINTS as i64)?
-            .unwrap_or(5000) as usize;
+        let max_points = int(
+            &mut t,
+            "max_points",
+            1,
+            crate::sweep::spec::MAX_POINTS as i64,
+        )?
+        .unwrap_or(5000) as usize;
         let by = match t.remove("by") {
             None => "class".to_string(),
             Some(toml::Value::String(s)) => s,
@@ -122,21 +130,24 @@ impl Refine {
                 format!("`{by}`: use \"class\" or a metric: {}", names.join(", ")),
             ));
         };
-        let spaced = |a: usize| {
-            matches!(
-                spec.axes[a].kind,
-                AxisKind::Linspace | AxisKind::Logspace
-            )
-        };
+        let spaced =
+            |a: usize| matches!(spec.axes[a].kind, AxisKind::Linspace | AxisKind::Logspace);
         let axes: Vec<usize> = match t.remove("axes") {
             None => (0..spec.axes.len()).filter(|&a| spaced(a)).collect(),
             Some(toml::Value::Array(list)) => {
                 let mut out = Vec::new();
                 for v in list {
                     let name = v.as_str().unwrap_or_default();
-                    let a = spec.axes.iter().position(|x| x.param == name).ok_or_else(|| {
-                        err("axes", format!("`{v}` is not a swept parameter of this file"))
-                    })?;
+                    let a = spec
+                        .axes
+                        .iter()
+                        .position(|x| x.param == name)
+                        .ok_or_else(|| {
+                            err(
+                                "axes",
+                                format!("`{v}` is not a swept parameter of this file"),
+                            )
+                        })?;
                     if !spaced(a) {
                         return Err(err(
                             "axes",
@@ -170,19 +181,28 @@ impl Refine {
             if ax.values.len() < 2 {
                 return Err(err(
                     "axes",
-                    format!("`{}` has one value: a refined axis needs num >= 2", ax.param),
+                    format!(
+                        "`{}` has one value: a refined axis needs num >= 2",
+                        ax.param
+                    ),
                 ));
             }
             if ax.values.iter().any(|v| v.is_integer()) {
                 return Err(err(
                     "axes",
-                    format!("`{}` is an integer parameter: it cannot be halved", ax.param),
+                    format!(
+                        "`{}` is an integer parameter: it cannot be halved",
+                        ax.param
+                    ),
                 ));
             }
             if spec.groups.iter().any(|g| g.contains(&a) && g.len() > 1) {
                 return Err(err(
                     "axes",
-                    format!("`{}` is zipped with another axis: refine unzipped axes", ax.param),
+                    format!(
+                        "`{}` is zipped with another axis: refine unzipped axes",
+                        ax.param
+                    ),
                 ));
             }
         }
@@ -237,11 +257,7 @@ pub struct Lattice {
 impl Lattice {
     pub fn new(spec: &SweepSpec, r: &Refine) -> Lattice {
         let stride = 1usize << r.max_level;
-        let refined: Vec<bool> = spec
-            .groups
-            .iter()
-            .map(|g| r.axes.contains(&g[0]))
-            .collect();
+        let refined: Vec<bool> = spec.groups.iter().map(|g| r.axes.contains(&g[0])).collect();
         let sizes = spec
             .groups
             .iter()
@@ -397,7 +413,9 @@ fn disagree(by: &RefineBy, corners: &[Option<&Corner>]) -> bool {
             }
             let (lo, hi) = finite
                 .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)));
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                    (a.min(v), b.max(v))
+                });
             finite.len() != x.len() || hi - lo > *threshold
         }
     }
@@ -429,16 +447,22 @@ fn corner_values(
     }
     let mut out_map = HashMap::new();
     for (combo, rs) in rows {
-        let v = match (&r.by, col(match &r.by {
-            RefineBy::Class => "class",
-            RefineBy::Metric { column, .. } => column,
-        })?) {
+        let v = match (
+            &r.by,
+            col(match &r.by {
+                RefineBy::Class => "class",
+                RefineBy::Metric { column, .. } => column,
+            })?,
+        ) {
             (RefineBy::Class, Column::Text(cls)) => {
                 // Most frequent class; ties go to the first in the class list.
                 let best = Class::ALL
                     .iter()
                     .map(|c| (rs.iter().filter(|&&i| cls[i] == c.label()).count(), c))
-                    .fold((0, None), |b, (n, c)| if n > b.0 { (n, Some(c)) } else { b });
+                    .fold(
+                        (0, None),
+                        |b, (n, c)| if n > b.0 { (n, Some(c)) } else { b },
+                    );
                 Corner::Class(best.1.map(|c| c.label()).unwrap_or("").to_string())
             }
             (RefineBy::Metric { .. }, Column::Num(x)) => {
@@ -466,7 +490,12 @@ pub fn level0_plan(spec: &SweepSpec, r: &Refine) -> Result<Plan, SweepError> {
     let lat = Lattice::new(spec, r);
     let mut points = Vec::new();
     for idx in lat.grid(spec) {
-        points.extend(combo_points(spec, lat.combo(&idx), &lat.values(spec, &idx), 0)?);
+        points.extend(combo_points(
+            spec,
+            lat.combo(&idx),
+            &lat.values(spec, &idx),
+            0,
+        )?);
     }
     Ok(Plan { points })
 }

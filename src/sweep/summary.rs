@@ -47,8 +47,11 @@ pub fn widest_interval<'a>(classes: impl Iterator<Item = &'a str> + Clone) -> f6
 }
 
 /// Metrics summarised per class (mean and standard deviation over that class' runs).
-pub const PER_CLASS_METRICS: &[(&str, &str)] =
-    &[("lag_order", "1"), ("mean_lag", "rad"), ("displacement", "m")];
+pub const PER_CLASS_METRICS: &[(&str, &str)] = &[
+    ("lag_order", "1"),
+    ("mean_lag", "rad"),
+    ("displacement", "m"),
+];
 
 fn mean_std(x: &[f64]) -> (f64, f64) {
     let f: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
@@ -104,7 +107,12 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
         .iter()
         .map(|s| (s.name, s.unit))
         .chain([("n_actuated", "1"), ("level", "1")])
-        .chain(LIST_PARAMS.iter().filter(|&&l| l != "psi_init").map(|&l| (l, "")));
+        .chain(
+            LIST_PARAMS
+                .iter()
+                .filter(|&&l| l != "psi_init")
+                .map(|&l| (l, "")),
+        );
     for (name, unit) in params {
         match ds.column(name) {
             Some(Column::Num(v)) => t.f64(name, unit, first.iter().map(|&r| v[r]).collect()),
