@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use metachron::metrics::Class;
 use metachron::output::dataset::{self, Column, Dataset};
+use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
 use metachron::simulate::{run_point, Backend, RunConfig};
 use metachron::sweep::adaptive::{run_adaptive, AdaptiveOutcome};
 use metachron::sweep::refine::{run_refined, RefineOutcome};
@@ -370,6 +371,29 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
             assert!(lo[g] <= fr[g] && fr[g] <= hi[g]);
         }
     }
+    // The fraction map strikes through exactly the cells whose interval is wide.
+    let wide = (0..4)
+        .filter(|&g| {
+            let (k, n) = (
+                (f("fraction_metachronal")[g] * n_runs[g] as f64).round() as usize,
+                n_runs[g] as usize,
+            );
+            let (lo, hi) = wilson(k, n, Z95);
+            hi - lo > 0.3
+        })
+        .count();
+    let req = MapRequest {
+        x: "alpha".into(),
+        y: "k_p".into(),
+        metric: "fraction:metachronal".into(),
+    };
+    let png = full.join("fraction.png");
+    let opts = MapOptions {
+        ci_width: Some(0.3),
+    };
+    let m = draw_map_with(&ds, &req, &opts, &png).unwrap();
+    assert_eq!((m.cells, m.wide_cells), (4, wide));
+    assert!(png.metadata().unwrap().len() > 1000);
     let sum: f64 = Class::ALL
         .iter()
         .map(|c| f(&format!("fraction_{}", c.label()))[0])

@@ -112,6 +112,9 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     };
     run::check_until_settled(&spec, a.until_settled, a.backend)?;
     if spec.refine.is_some() || spec.adaptive.is_some() {
+        if a.validate.is_some() {
+            bail!("--validate: not supported with [refine] or adaptive repeats yet");
+        }
         return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet);
     }
     let work = run::work(&spec, &plan, &opts)?;

@@ -285,14 +285,13 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
     draw_map_with(ds, req, &MapOptions::default(), out)
 }
 
+/// A tile's corners (lower left, upper right) in plotting coordinates.
+type Rect = [(f64, f64); 2];
+
 /// Rectangles of a refined dataset at its native resolution: one per combination,
 /// `2^-level` of a grid cell wide along each refined axis (coarse levels first, so
 /// finer cells are drawn over them); `None` when the dataset is not refined.
-fn refined_tiles(
-    ds: &Dataset,
-    xa: &MapAxis,
-    ya: &MapAxis,
-) -> Option<(Vec<[(f64, f64); 2]>, Vec<Vec<usize>>)> {
+fn refined_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis) -> Option<(Vec<Rect>, Vec<Vec<usize>>)> {
     let Some(Column::Num(level)) = ds.column("level") else {
         return None;
     };
@@ -570,7 +569,7 @@ pub fn draw_map_with(
             format!("{sweep}: {what}")
         };
         // The tiles' extent (the grid's edges, or a refined dataset's outer cells).
-        let bound = |f: fn(&[(f64, f64); 2]) -> (f64, f64)| {
+        let bound = |f: fn(&Rect) -> (f64, f64)| {
             rects
                 .iter()
                 .map(f)
