@@ -25,6 +25,8 @@ enum Command {
     Sweep(cli::sweep::SweepArgs),
     /// Draw a heatmap of a metric over two swept parameters from a sweep's dataset.
     Map(cli::map::MapArgs),
+    /// One row per parameter combination: class fractions with Wilson 95 % intervals.
+    Summarize(cli::summarize::SummarizeArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
     /// Measure robot-seconds per wall-second of every engine on this machine.
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
             .render(&mut std::io::stdout())
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::from),
+        Command::Summarize(args) => cli::summarize::run(args),
     };
     match result {
         Ok(code) => code,

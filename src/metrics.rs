@@ -25,6 +25,11 @@ pub struct Thresholds {
     pub order_min: f64,
     /// Metachronal when |mean lag| ≥ this (rad), synchronous below.
     pub lag_min: f64,
+    /// A point is still when every leg frequency |Ω_i| < this (rad/s).
+    pub omega_min: f64,
+    /// A run is settled when its class is the same on both halves of the window and
+    /// its lag order changed by less than this between them.
+    pub settle_order_change: f64,
 }
 
 impl Default for Thresholds {
@@ -34,6 +39,8 @@ impl Default for Thresholds {
             slip_max: FRAC_PI_4,
             order_min: 0.8,
             lag_min: FRAC_PI_8,
+            omega_min: 0.01,
+            settle_order_change: 0.1,
         }
     }
 }
@@ -110,7 +117,11 @@ impl MetricsSettings {
             return bad("window_start", w, "0 <= window_start < t_final");
         }
         let t = &self.thresholds;
-        for (f, v) in [("plv_min", t.plv_min), ("order_min", t.order_min)] {
+        for (f, v) in [
+            ("plv_min", t.plv_min),
+            ("order_min", t.order_min),
+            ("settle_order_change", t.settle_order_change),
+        ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(f, v, "[0, 1]");
             }
@@ -119,6 +130,9 @@ impl MetricsSettings {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(f, v, "a finite angle >= 0 (rad)");
             }
+        }
+        if !(t.omega_min.is_finite() && t.omega_min >= 0.0) {
+            return bad("omega_min", t.omega_min, "a finite rate >= 0 (rad/s)");
         }
         Ok(())
     }
@@ -132,18 +146,32 @@ pub enum Class {
     Synchronous,
     Locked,
     Unlocked,
+    /// No leg turns (every |Ω_i| < Ω_min): constant phases are no coordination.
+    Still,
     Diverged,
     /// The solver gave up before the end (not a property of the model).
     Failed,
 }
 
 impl Class {
+    /// Every class, in output order (one list for summaries, maps and legends).
+    pub const ALL: [Class; 7] = [
+        Class::Metachronal,
+        Class::Synchronous,
+        Class::Locked,
+        Class::Unlocked,
+        Class::Still,
+        Class::Diverged,
+        Class::Failed,
+    ];
+
     pub fn label(&self) -> &'static str {
         match self {
             Class::Metachronal => "metachronal",
             Class::Synchronous => "synchronous",
             Class::Locked => "locked",
             Class::Unlocked => "unlocked",
+            Class::Still => "still",
             Class::Diverged => "diverged",
             Class::Failed => "failed",
         }
@@ -165,8 +193,14 @@ pub struct Metrics {
     pub cost_of_transport: f64,
     pub duty_factor: f64,
     pub max_inextensibility: f64,
+    /// The horizon run (s): t_final, or longer when the run was continued.
+    pub t_run: f64,
     pub status: Status,
     pub class: Class,
+    /// Same class on both halves of the window and a lag order that moved less than
+    /// `settle_order_change`; `None` for a run that is not ok, a half without samples,
+    /// or a backend that does not report the half-window sums (see [`Tally`]).
+    pub settled: Option<bool>,
     /// Per neighbour pair: PLV and mean lag.
     pub pair_plv: Vec<f64>,
     pub pair_lag: Vec<f64>,
@@ -188,11 +222,12 @@ pub const METRIC_COLUMNS: &[(&str, &str)] = &[
     ("cost_of_transport", "1"),
     ("duty_factor", "1"),
     ("max_inextensibility", "1"),
+    ("t_run", "s"),
 ];
 
 impl Metrics {
     /// Scalar metrics in [`METRIC_COLUMNS`] order.
-    pub fn scalars(&self) -> [f64; 12] {
+    pub fn scalars(&self) -> [f64; 13] {
         [
             self.lag_order,
             self.mean_lag,
@@ -206,6 +241,7 @@ impl Metrics {
             self.cost_of_transport,
             self.duty_factor,
             self.max_inextensibility,
+            self.t_run,
         ]
     }
 }
@@ -244,11 +280,32 @@ pub struct Tally {
     pub contact_count: Vec<usize>,
 }
 
+/// The window's running sums at its midpoint (taken before the first sample of the
+/// second half is added): the second half's sums are the totals minus these, so the
+/// settled check costs one snapshot, not a second set of sums.
+#[derive(Debug, Clone, PartialEq)]
+struct MidSnapshot {
+    /// (t, Y_b) of the first sample of the second half.
+    at: (f64, f64),
+    phi: Vec<f64>,
+    count: usize,
+    pair_sum: Vec<[f64; 2]>,
+}
+
 /// Streaming accumulator: feed samples in time order, then [`MetricsAccumulator::finish`].
+///
+/// The evaluation window `[window_start, t_run]` is split at its midpoint into two
+/// consecutive halves (by default the third and the last quarter of the run), each
+/// classified on its own for the `settled` flag. [`MetricsAccumulator::continue_to`]
+/// moves the window to the end of a continuation segment, so a run continued from its
+/// kept state is evaluated online, segment by segment.
 #[derive(Debug, Clone)]
 pub struct MetricsAccumulator {
     n: usize,
     window_start: f64,
+    /// Length of the window (kept when a run is continued).
+    window_len: f64,
+    t_run: f64,
     thresholds: Thresholds,
     x_t: f64,
     weight: f64,
@@ -265,14 +322,21 @@ pub struct MetricsAccumulator {
     pair_sum: Vec<[f64; 2]>,
     kuramoto_sum: f64,
     contact_count: Vec<usize>,
+    /// `None` before the midpoint; never set when rebuilt from a [`Tally`] without it.
+    mid: Option<MidSnapshot>,
+    /// Whether this accumulator saw the midpoint itself (false: built from a tally).
+    halves_known: bool,
 }
 
 impl MetricsAccumulator {
     pub fn new(p: &Params, s: &MetricsSettings) -> Self {
         let n = p.n_legs;
+        let window_start = s.window_start(p.t_final);
         MetricsAccumulator {
             n,
-            window_start: s.window_start(p.t_final),
+            window_start,
+            window_len: p.t_final - window_start,
+            t_run: p.t_final,
             thresholds: s.thresholds,
             x_t: p.x_t,
             weight: (p.body_mass + n as f64 * p.rho * p.leg_length) * p.g,
@@ -287,7 +351,14 @@ impl MetricsAccumulator {
             pair_sum: vec![[0.0; 2]; n - 1],
             kuramoto_sum: 0.0,
             contact_count: vec![0; n],
+            mid: None,
+            halves_known: true,
         }
+    }
+
+    /// Midpoint of the window: the second half starts at the first sample at or after it.
+    fn window_mid(&self) -> f64 {
+        self.window_start + 0.5 * self.window_len
     }
 
     pub fn push(&mut self, s: &Sample) {
@@ -319,6 +390,14 @@ impl MetricsAccumulator {
             self.win_start = Some((s.t, s.body[1]));
             self.phi_start.copy_from_slice(&self.phi);
         }
+        if self.mid.is_none() && self.win_count > 0 && s.t + 1e-9 >= self.window_mid() {
+            self.mid = Some(MidSnapshot {
+                at: (s.t, s.body[1]),
+                phi: self.phi.clone(),
+                count: self.win_count,
+                pair_sum: self.pair_sum.clone(),
+            });
+        }
         self.win_count += 1;
         // e^{iφ_j} = (t_x, −t_y)
         let z: Vec<[f64; 2]> = s.tangent.iter().map(|t| [t[0], -t[1]]).collect();
@@ -337,8 +416,39 @@ impl MetricsAccumulator {
         }
     }
 
+    /// Continue the run to the horizon `t_run` (s) from where the samples stopped: the
+    /// whole-run sums (displacement, work, φ, inextensibility) carry on, the window
+    /// moves to `[t_run − window length, t_run]` and its sums restart. The new window
+    /// must lie after the last sample, so that every sum stays online.
+    pub fn continue_to(&mut self, t_run: f64) -> Result<(), SettingsError> {
+        let t_last = self.last.map(|l| l.0).unwrap_or(0.0);
+        let start = t_run - self.window_len;
+        if !(t_run.is_finite() && start + 1e-9 >= t_last) {
+            return Err(SettingsError::OutOfRange {
+                field: "until_settled".into(),
+                value: t_run,
+                allowed: format!(
+                    "a horizon whose window ({} s long) starts at or after the last sample, t >= {}",
+                    self.window_len,
+                    t_last + self.window_len
+                ),
+            });
+        }
+        self.t_run = t_run;
+        self.window_start = start;
+        self.win_count = 0;
+        self.win_start = None;
+        self.phi_start.iter_mut().for_each(|x| *x = 0.0);
+        self.pair_sum.iter_mut().for_each(|x| *x = [0.0; 2]);
+        self.kuramoto_sum = 0.0;
+        self.contact_count.iter_mut().for_each(|x| *x = 0);
+        self.mid = None;
+        Ok(())
+    }
+
     /// Rebuild an accumulator from running sums kept elsewhere (the GPU's resident
-    /// state), so that one [`MetricsAccumulator::finish`] serves every backend.
+    /// state), so that one [`MetricsAccumulator::finish`] serves every backend. A tally
+    /// carries no midpoint snapshot, so its runs report `settled` as unknown.
     pub fn from_tally(p: &Params, s: &MetricsSettings, tally: Tally) -> Self {
         let mut acc = MetricsAccumulator::new(p, s);
         acc.first_y = tally.first_y;
@@ -351,7 +461,67 @@ impl MetricsAccumulator {
         acc.pair_sum = tally.pair_sum;
         acc.kuramoto_sum = tally.kuramoto_sum;
         acc.contact_count = tally.contact_count;
+        acc.halves_known = false;
         acc
+    }
+
+    /// Class of the run (or of one half of its window) from its window sums.
+    fn classify(&self, status: Status, w: &WindowSums) -> Class {
+        let th = self.thresholds;
+        let n = self.n;
+        let all_locked = (0..n - 1).all(|i| {
+            w.pair_plv(i) >= th.plv_min
+                && ((w.freq[i] - w.freq[i + 1]) * w.span).abs() <= th.slip_max
+        });
+        let still = w.count > 0 && w.freq.iter().all(|f| f.abs() < th.omega_min);
+        match status {
+            Status::Diverged { .. } => Class::Diverged,
+            Status::SolverFailed { .. } | Status::BudgetExceeded { .. } => Class::Failed,
+            // A robot whose legs do not turn has PLV 1 and zero lag: not synchronous.
+            Status::Ok if still => Class::Still,
+            Status::Ok if !all_locked || w.count == 0 => Class::Unlocked,
+            Status::Ok if w.lag_order() < th.order_min => Class::Locked,
+            Status::Ok if w.mean_lag().abs() >= th.lag_min => Class::Metachronal,
+            Status::Ok => Class::Synchronous,
+        }
+    }
+
+    /// The settled flag: both halves have samples and agree (class, lag order).
+    fn settled(&self, status: Status) -> Option<bool> {
+        if !status.is_ok() || !self.halves_known {
+            return None;
+        }
+        let mid = self.mid.as_ref()?;
+        let (t0, _) = self.win_start?;
+        let (t_end, _, _) = self.last?;
+        let first = WindowSums::new(
+            mid.count,
+            &mid.pair_sum,
+            &self.phi_start,
+            &mid.phi,
+            mid.at.0 - t0,
+        );
+        let rest: Vec<[f64; 2]> = self
+            .pair_sum
+            .iter()
+            .zip(&mid.pair_sum)
+            .map(|(a, b)| [a[0] - b[0], a[1] - b[1]])
+            .collect();
+        let second = WindowSums::new(
+            self.win_count - mid.count,
+            &rest,
+            &mid.phi,
+            &self.phi,
+            t_end - mid.at.0,
+        );
+        if first.count == 0 || second.count == 0 {
+            return None;
+        }
+        let change = (first.lag_order() - second.lag_order()).abs();
+        Some(
+            self.classify(status, &first) == self.classify(status, &second)
+                && change < self.thresholds.settle_order_change,
+        )
     }
 
     pub fn finish(&self, status: Status) -> Metrics {
@@ -361,21 +531,17 @@ impl MetricsAccumulator {
         let (t_end, y_end, work) = self.last.unwrap_or((nan, nan, nan));
         let (t0, y0) = self.win_start.unwrap_or((nan, nan));
         let span = t_end - t0;
-        let leg_frequency: Vec<f64> = (0..n)
-            .map(|i| (self.phi[i] - self.phi_start[i]) / span)
-            .collect();
-        let pair_plv: Vec<f64> = self
-            .pair_sum
-            .iter()
-            .map(|p| p[0].hypot(p[1]) / cnt)
-            .collect();
+        let w = WindowSums::new(
+            self.win_count,
+            &self.pair_sum,
+            &self.phi_start,
+            &self.phi,
+            span,
+        );
+        let pair_plv: Vec<f64> = (0..n - 1).map(|i| w.pair_plv(i)).collect();
         let pair_lag: Vec<f64> = self.pair_sum.iter().map(|p| p[1].atan2(p[0])).collect();
-        let tot = self
-            .pair_sum
-            .iter()
-            .fold([0.0, 0.0], |a, p| [a[0] + p[0], a[1] + p[1]]);
-        let lag_order = tot[0].hypot(tot[1]) / (cnt * (n - 1) as f64);
-        let mean_lag = tot[1].atan2(tot[0]);
+        let lag_order = w.lag_order();
+        let mean_lag = w.mean_lag();
         let rel: Vec<f64> = pair_lag.iter().map(|l| wrap(l - mean_lag)).collect();
         let lag_spread = rel.iter().cloned().fold(f64::MIN, f64::max)
             - rel.iter().cloned().fold(f64::MAX, f64::min);
@@ -387,19 +553,7 @@ impl MetricsAccumulator {
             .map(|&c| c as f64 / cnt)
             .sum::<f64>()
             / n as f64;
-        let th = self.thresholds;
-        let all_locked = (0..n - 1).all(|i| {
-            pair_plv[i] >= th.plv_min
-                && ((leg_frequency[i] - leg_frequency[i + 1]) * span).abs() <= th.slip_max
-        });
-        let class = match status {
-            Status::Diverged { .. } => Class::Diverged,
-            Status::SolverFailed { .. } | Status::BudgetExceeded { .. } => Class::Failed,
-            Status::Ok if !all_locked || self.win_count == 0 => Class::Unlocked,
-            Status::Ok if lag_order < th.order_min => Class::Locked,
-            Status::Ok if mean_lag.abs() >= th.lag_min => Class::Metachronal,
-            Status::Ok => Class::Synchronous,
-        };
+        let class = self.classify(status, &w);
         // A window without samples (a run that failed early) has no window metrics.
         let windowed = |x: f64| if self.win_count == 0 { nan } else { x };
         Metrics {
@@ -408,19 +562,72 @@ impl MetricsAccumulator {
             min_plv: windowed(min_plv),
             lag_spread: windowed(lag_spread),
             kuramoto_r: self.kuramoto_sum / cnt,
-            mean_frequency: leg_frequency.iter().sum::<f64>() / n as f64,
+            mean_frequency: w.freq.iter().sum::<f64>() / n as f64,
             displacement,
             mean_speed: (y_end - y0) / span,
             work,
             cost_of_transport: work / (self.weight * displacement.abs()),
             duty_factor,
             max_inextensibility: self.max_inext,
+            t_run: self.t_run,
             status,
             class,
+            settled: self.settled(status),
             pair_lag: pair_lag.into_iter().map(windowed).collect(),
             pair_plv,
-            leg_frequency,
+            leg_frequency: w.freq,
         }
+    }
+}
+
+/// The sums of one stretch of the window, with what the classes read off them.
+struct WindowSums<'a> {
+    count: usize,
+    pair_sum: &'a [[f64; 2]],
+    /// Per leg Ω_i over the stretch.
+    freq: Vec<f64>,
+    span: f64,
+}
+
+impl<'a> WindowSums<'a> {
+    fn new(
+        count: usize,
+        pair_sum: &'a [[f64; 2]],
+        phi_from: &[f64],
+        phi_to: &[f64],
+        span: f64,
+    ) -> Self {
+        let freq = phi_from
+            .iter()
+            .zip(phi_to)
+            .map(|(a, b)| (b - a) / span)
+            .collect();
+        WindowSums {
+            count,
+            pair_sum,
+            freq,
+            span,
+        }
+    }
+
+    fn pair_plv(&self, i: usize) -> f64 {
+        self.pair_sum[i][0].hypot(self.pair_sum[i][1]) / self.count as f64
+    }
+
+    fn total(&self) -> [f64; 2] {
+        self.pair_sum
+            .iter()
+            .fold([0.0, 0.0], |a, p| [a[0] + p[0], a[1] + p[1]])
+    }
+
+    fn lag_order(&self) -> f64 {
+        let t = self.total();
+        t[0].hypot(t[1]) / (self.count * self.pair_sum.len()) as f64
+    }
+
+    fn mean_lag(&self) -> f64 {
+        let t = self.total();
+        t[1].atan2(t[0])
     }
 }
 
@@ -428,34 +635,58 @@ impl MetricsAccumulator {
 mod tests {
     use super::*;
 
-    /// Synthetic travelling wave ψ_i = −ω t + i·lag (the paper's ψ_i(0) = (i−1)Δφ), so Δ = +lag.
-    fn wave(lag: f64, omega_of: impl Fn(usize) -> f64) -> Metrics {
-        let p = Params {
+    fn params(t_final: f64) -> Params {
+        Params {
             n_legs: 4,
             actuated: vec![true; 4],
-            t_final: 10.0,
+            t_final,
             ..Params::default()
-        };
+        }
+    }
+
+    /// A hand-built sample: basal angles ψ_i, body at Y = 0.3 t, work 2 t, tips in
+    /// contact before 7.5 s.
+    fn sample(t: f64, psi: Vec<f64>) -> Sample {
+        let n = psi.len();
+        Sample {
+            t,
+            tangent: psi.iter().map(|a| [a.cos(), a.sin()]).collect(),
+            psi,
+            tip: vec![[if t < 7.5 { 2.0 } else { 0.0 }, 0.0]; n],
+            inext: vec![1e-7; n],
+            body: [0.0, 0.3 * t, 0.0],
+            work: 2.0 * t,
+            q: Vec::new(),
+            v: Vec::new(),
+        }
+    }
+
+    /// Feed samples k·dt_out for k in `ks` with ψ_i = `psi(i, t)` (wrapped).
+    fn feed(
+        acc: &mut MetricsAccumulator,
+        s: &MetricsSettings,
+        t_final: f64,
+        ks: std::ops::RangeInclusive<usize>,
+        psi: &impl Fn(usize, f64) -> f64,
+    ) {
+        for k in ks {
+            let t = s.sample_time(k, t_final);
+            acc.push(&sample(t, (0..4).map(|i| wrap(psi(i, t))).collect()));
+        }
+    }
+
+    /// A 10 s run of four legs with ψ_i = `psi(i, t)`.
+    fn run(psi: impl Fn(usize, f64) -> f64) -> Metrics {
+        let p = params(10.0);
         let s = MetricsSettings::default();
         let mut acc = MetricsAccumulator::new(&p, &s);
-        for k in 0..=s.sample_count(p.t_final) {
-            let t = s.sample_time(k, p.t_final);
-            let psi: Vec<f64> = (0..4)
-                .map(|i| wrap(-omega_of(i) * t + i as f64 * lag))
-                .collect();
-            acc.push(&Sample {
-                t,
-                tangent: psi.iter().map(|a| [a.cos(), a.sin()]).collect(),
-                psi,
-                tip: vec![[if t < 7.5 { 2.0 } else { 0.0 }, 0.0]; 4],
-                inext: vec![1e-7; 4],
-                body: [0.0, 0.3 * t, 0.0],
-                work: 2.0 * t,
-                q: Vec::new(),
-                v: Vec::new(),
-            });
-        }
+        feed(&mut acc, &s, p.t_final, 0..=s.sample_count(p.t_final), &psi);
         acc.finish(Status::Ok)
+    }
+
+    /// Synthetic travelling wave ψ_i = −ω t + i·lag (the paper's ψ_i(0) = (i−1)Δφ), so Δ = +lag.
+    fn wave(lag: f64, omega_of: impl Fn(usize) -> f64) -> Metrics {
+        run(|i, t| -omega_of(i) * t + i as f64 * lag)
     }
 
     #[test]
@@ -481,5 +712,102 @@ mod tests {
         let m = wave(0.3, |i| 0.5 + 0.4 * i as f64);
         assert_eq!(m.class, Class::Unlocked);
         assert!((m.leg_frequency[3] - 1.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn legs_at_rest_are_still_not_synchronous() {
+        // No servo, legs at rest up to round-off: ψ drifts by ~1e-10 rad/s, phases
+        // equal, so PLV = R = 1 and Δ̄ = 0; without the `still` class this read as
+        // synchronous.
+        let m = run(|_, t| 0.3 + 1e-10 * t);
+        assert!(
+            (m.lag_order - 1.0).abs() < 1e-12 && m.min_plv > 0.999,
+            "{m:?}"
+        );
+        assert_eq!(m.class, Class::Still);
+        // Still takes precedence over every coordination class, also with a lag ...
+        let m = run(|i, t| 0.5 * i as f64 + 0.005 * t);
+        assert_eq!(m.class, Class::Still);
+        // ... but one leg turning at 0.02 rad/s (above Ω_min = 0.01) is not still.
+        let m = run(|i, t| if i == 2 { -0.02 * t } else { 0.0 });
+        assert_ne!(m.class, Class::Still);
+        // The threshold is a setting.
+        let p = params(10.0);
+        let mut s = MetricsSettings::default();
+        s.thresholds.omega_min = 0.001;
+        let mut acc = MetricsAccumulator::new(&p, &s);
+        feed(&mut acc, &s, 10.0, 0..=1000, &|_, t| 0.005 * t);
+        assert_eq!(acc.finish(Status::Ok).class, Class::Synchronous);
+        // A diverged run stays diverged even when its legs stood still.
+        let mut acc = MetricsAccumulator::new(&p, &MetricsSettings::default());
+        feed(&mut acc, &s, 10.0, 0..=1000, &|_, _| 0.0);
+        let d = acc.finish(Status::Diverged { time: 9.0 });
+        assert_eq!(d.class, Class::Diverged);
+        assert_eq!(d.settled, None);
+    }
+
+    #[test]
+    fn steady_wave_is_settled() {
+        let m = wave(std::f64::consts::FRAC_PI_2, |_| 0.5);
+        assert_eq!(m.settled, Some(true));
+        assert_eq!(m.t_run, 10.0);
+    }
+
+    #[test]
+    fn wave_forming_in_the_last_quarter_is_not_settled() {
+        // Quarter 3 (5..7.5 s): legs detuned, drifting apart (unlocked); quarter 4
+        // (7.5..10 s): a steady 90° wave. The whole window reads unlocked; its halves
+        // differ, so the run is not settled.
+        let lag = std::f64::consts::FRAC_PI_2;
+        let m = run(|i, t| {
+            let tt = t.min(7.5);
+            -0.5 * t + i as f64 * lag - 0.4 * i as f64 * tt
+        });
+        assert_eq!(m.class, Class::Unlocked);
+        assert_eq!(m.settled, Some(false));
+        // Same class on both halves (metachronal) but a lag order that moved by more
+        // than the threshold: at 7.5 s every other leg steps back by 0.6 rad (a slip
+        // below π/4), so the lags alternate 90° ± 0.6 and R drops from 1 to
+        // |2e^{0.6i} + e^{−0.6i}|/3 = 0.847: not settled.
+        let m = run(|i, t| {
+            let spread = if t < 7.5 { 0.0 } else { 0.6 };
+            -0.5 * t + i as f64 * lag + if i % 2 == 1 { spread } else { 0.0 }
+        });
+        assert_eq!(m.class, Class::Metachronal);
+        assert_eq!(m.settled, Some(false));
+        // The same step of 0.6 rad before the window leaves a steady (settled) wave.
+        let m = run(|i, t| {
+            let spread = if t < 2.0 { 0.0 } else { 0.6 };
+            -0.5 * t + i as f64 * lag + if i % 2 == 1 { spread } else { 0.0 }
+        });
+        assert_eq!(m.settled, Some(true));
+    }
+
+    #[test]
+    fn continued_run_is_evaluated_on_its_last_segment() {
+        // 10 s run, continued to 20 s: the window moves to 15..20 s. Until 10 s the
+        // legs drift apart, from 10 s on they keep a steady 90° wave.
+        let lag = std::f64::consts::FRAC_PI_2;
+        let psi = |i: usize, t: f64| -0.5 * t + i as f64 * lag - 0.4 * i as f64 * t.min(10.0);
+        let p = params(10.0);
+        let s = MetricsSettings::default();
+        let mut acc = MetricsAccumulator::new(&p, &s);
+        feed(&mut acc, &s, 10.0, 0..=1000, &psi);
+        let first = acc.finish(Status::Ok);
+        assert_eq!(first.class, Class::Unlocked);
+        // The new window may not reach back before the last sample.
+        assert!(acc.clone().continue_to(14.0).is_err());
+        acc.continue_to(20.0).unwrap();
+        feed(&mut acc, &s, 20.0, 1001..=2000, &psi);
+        let m = acc.finish(Status::Ok);
+        assert_eq!(m.t_run, 20.0);
+        assert_eq!(m.class, Class::Metachronal);
+        assert_eq!(m.settled, Some(true));
+        // Whole-run metrics span 0..20 s, window metrics 15..20 s.
+        assert!((m.displacement - 6.0).abs() < 1e-9);
+        assert!((m.work - 40.0).abs() < 1e-9);
+        assert!((m.mean_speed - 0.3).abs() < 1e-9);
+        assert!((m.mean_frequency - 0.5).abs() < 1e-9, "{m:?}");
+        assert!((m.lag_order - 1.0).abs() < 1e-12);
     }
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use metachron::output::map::{draw_map, MapRequest};
+use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
 use metachron::sweep::dataset::read_dataset;
 
 #[derive(Args, Debug)]
@@ -19,10 +19,16 @@ pub struct MapArgs {
     /// Parameter (column) on the vertical axis.
     #[arg(long)]
     y: String,
-    /// Metric column (mean over repeats), `class` (most frequent class) or
-    /// `class=metachronal` (fraction of repeats in that class).
+    /// Metric column (mean over repeats), `class` (most frequent class),
+    /// `fraction:metachronal` (fraction of runs in that class; cells whose Wilson 95 %
+    /// interval is wider than --ci-width are struck through) or `class=metachronal`
+    /// (the fraction, unmarked).
     #[arg(long, default_value = "class")]
     metric: String,
+    /// Interval width above which `fraction:` cells are marked (default: the sweep's
+    /// adaptive ci_width, else 0.2).
+    #[arg(long, value_name = "W")]
+    ci_width: Option<f64>,
     /// Output PNG file.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -44,9 +50,15 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         y: a.y,
         metric: a.metric,
     };
-    let s = draw_map(&ds, &req, &a.out)?;
+    if let Some(w) = a.ci_width.filter(|w| !(*w > 0.0 && *w <= 1.0)) {
+        bail!("--ci-width {w}: allowed is 0 < W <= 1");
+    }
+    let opts = MapOptions {
+        ci_width: a.ci_width,
+    };
+    let s = draw_map_with(&ds, &req, &opts, &a.out)?;
     println!(
-        "map of {} over {} x {}: {} rows from {} files into {} cells ({} filled){}{} -> {}",
+        "map of {} over {} x {}: {} rows from {} files into {} cells ({} filled{}){}{} -> {}",
         req.metric,
         req.x,
         req.y,
@@ -54,6 +66,11 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         ds.files,
         s.cells,
         s.filled_cells,
+        if s.wide_cells > 0 {
+            format!(", {} with a wide interval", s.wide_cells)
+        } else {
+            String::new()
+        },
         if s.x_log { ", x log" } else { "" },
         if s.y_log { ", y log" } else { "" },
         a.out.display()

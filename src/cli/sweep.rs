@@ -50,6 +50,10 @@ pub struct SweepArgs {
     quiet: bool,
     #[command(flatten)]
     gpu: super::gpu::GpuArgs,
+    /// Continue unsettled runs in steps of t_final up to MAX_T seconds (overrides
+    /// `until_settled` in the sweep file; see docs/atlas.md).
+    #[arg(long, value_name = "MAX_T")]
+    until_settled: Option<f64>,
 }
 
 /// Rough single-thread cost of a point in seconds (for --dry-run), from the step the
@@ -163,6 +167,13 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         shard,
         stop_after_chunks: None,
     };
+    run::check_until_settled(&spec, a.until_settled, a.backend)?;
+    if spec.refine.is_some() || spec.adaptive.is_some() {
+        if a.validate.is_some() {
+            bail!("--validate: not supported with [refine] or adaptive repeats yet");
+        }
+        return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet);
+    }
     let work = if a.dry_run {
         run::preview(&spec, &plan, &opts)?
     } else {

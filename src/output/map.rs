@@ -19,6 +19,14 @@ pub struct MapRequest {
     pub metric: String,
 }
 
+/// Drawing options beyond the request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MapOptions {
+    /// `fraction:<class>` maps mark cells whose Wilson 95 % interval is wider than
+    /// this; `None`: the sweep's adaptive `ci_width`, else 0.2.
+    pub ci_width: Option<f64>,
+}
+
 /// What was drawn.
 #[derive(Debug, Clone)]
 pub struct MapSummary {
@@ -28,6 +36,8 @@ pub struct MapSummary {
     pub x_log: bool,
     pub y_log: bool,
     pub range: (f64, f64),
+    /// Cells marked for a wide interval (`fraction:<class>` maps).
+    pub wide_cells: usize,
 }
 
 fn err(path: &Path, message: impl std::fmt::Display) -> OutputError {
@@ -248,6 +258,7 @@ fn class_colour(label: &str) -> RGBColor {
         "synchronous" => RGBColor(31, 119, 180),
         "locked" => RGBColor(148, 103, 189),
         "unlocked" => RGBColor(255, 187, 120),
+        "still" => RGBColor(140, 86, 75),
         "diverged" => RGBColor(214, 39, 40),
         "failed" => RGBColor(60, 60, 60),
         _ => RGBColor(180, 180, 180),
@@ -259,6 +270,7 @@ const CLASSES: &[&str] = &[
     "synchronous",
     "locked",
     "unlocked",
+    "still",
     "diverged",
     "failed",
 ];
@@ -270,6 +282,86 @@ enum CellValue {
 
 /// Draw `req` from `ds` into the PNG `out` (written under a temporary name, then renamed).
 pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary, OutputError> {
+    draw_map_with(ds, req, &MapOptions::default(), out)
+}
+
+/// A tile's corners (lower left, upper right) in plotting coordinates.
+type Rect = [(f64, f64); 2];
+
+/// Rectangles of a refined dataset at its native resolution: one per combination,
+/// `2^-level` of a grid cell wide along each refined axis (coarse levels first, so
+/// finer cells are drawn over them); `None` when the dataset is not refined.
+fn refined_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis) -> Option<(Vec<Rect>, Vec<Vec<usize>>)> {
+    let Some(Column::Num(level)) = ds.column("level") else {
+        return None;
+    };
+    if !level.iter().any(|&l| l > 0.0) {
+        return None;
+    }
+    let spec = ds
+        .metadata
+        .get(META_SWEEP)
+        .and_then(|text| SweepSpec::from_str_named(text, "sweep", "sweep").ok())?;
+    let refine = spec.refine.as_ref()?;
+    let Some(Column::Num(combo)) = ds.column("combo") else {
+        return None;
+    };
+    // Per axis: the grid step in plotting coordinates when refined, else None.
+    let step = |ax: &MapAxis| {
+        let a = spec.axes.iter().position(|a| a.param == ax.name)?;
+        if !refine.axes.contains(&a) {
+            return None;
+        }
+        let v = &spec.axes[a].values;
+        let f = |x: &toml::Value| x.as_float().unwrap_or(f64::NAN);
+        let tr = |x: f64| if ax.log { x.log10() } else { x };
+        Some((tr(f(&v[v.len() - 1])) - tr(f(&v[0]))) / (v.len() - 1) as f64)
+    };
+    let (sx, sy) = (step(xa), step(ya));
+    let mut groups: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
+    for (row, &c) in combo.iter().enumerate() {
+        groups.entry(c as u64).or_default().push(row);
+    }
+    let mut members: Vec<Vec<usize>> = groups.into_values().collect();
+    members.sort_by(|a, b| level[a[0]].total_cmp(&level[b[0]]));
+    let value = |col: &str, row: usize| match ds.column(col) {
+        Some(Column::Num(v)) => v[row],
+        _ => f64::NAN,
+    };
+    let span = |ax: &MapAxis, st: Option<f64>, row: usize, cell: Option<usize>| {
+        let c = cell?;
+        Some(match st {
+            Some(st) => {
+                let x = value(&ax.name, row);
+                let x = if ax.log { x.log10() } else { x };
+                let h = 0.5 * st / 2f64.powf(level[row]);
+                (x - h, x + h)
+            }
+            None => (ax.edges[c], ax.edges[c + 1]),
+        })
+    };
+    let mut rects = Vec::new();
+    let mut kept = Vec::new();
+    for m in members {
+        let r = m[0];
+        if let (Some(x), Some(y)) = (
+            span(xa, sx, r, xa.cell_of_row[r]),
+            span(ya, sy, r, ya.cell_of_row[r]),
+        ) {
+            rects.push([(x.0, y.0), (x.1, y.1)]);
+            kept.push(m);
+        }
+    }
+    Some((rects, kept))
+}
+
+/// Draw `req` from `ds` into the PNG `out` with `opts`.
+pub fn draw_map_with(
+    ds: &Dataset,
+    req: &MapRequest,
+    opts: &MapOptions,
+    out: &Path,
+) -> Result<MapSummary, OutputError> {
     let names: Vec<&str> = ds.columns.iter().map(|(n, _)| n.as_str()).collect();
     let col = |name: &str| {
         ds.column(name).ok_or_else(|| {
@@ -301,9 +393,15 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
     let (nx, ny) = (xa.cells(), ya.cells());
 
     // Aggregate rows into cells.
+    // `fraction:<class>` (with wide intervals marked) or `class=<class>`.
+    let fraction_of = req
+        .metric
+        .strip_prefix("fraction:")
+        .or(req.metric.strip_prefix("class="));
+    let mark_wide = req.metric.starts_with("fraction:");
     let mode = if req.metric == "class" {
         0
-    } else if req.metric.starts_with("class=") {
+    } else if fraction_of.is_some() {
         1
     } else {
         2
@@ -312,32 +410,51 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
         Some(Column::Text(v)) => Some(v),
         _ => None,
     };
-    let mut cells: Vec<Vec<CellValue>> = (0..nx * ny).map(|_| Vec::new()).collect();
-    for row in 0..ds.rows() {
-        let (Some(i), Some(j)) = (xa.cell_of_row[row], ya.cell_of_row[row]) else {
-            continue;
-        };
-        let v = match mode {
-            2 => match col(&req.metric)? {
-                Column::Num(v) => CellValue::Num(v[row]),
-                Column::Text(_) => {
-                    return Err(err(
-                        out,
-                        format!(
-                            "`{}` is a text column: map `class` or a numeric metric",
-                            req.metric
-                        ),
-                    ))
-                }
-            },
-            _ => CellValue::Class(
-                class_col.ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
-                    .clone(),
-            ),
-        };
-        cells[j * nx + i].push(v);
+    // Tiles: the grid's cells, or a refined dataset's combinations at their level.
+    let (rects, members) = refined_tiles(ds, &xa, &ya).unwrap_or_else(|| {
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); nx * ny];
+        for row in 0..ds.rows() {
+            if let (Some(i), Some(j)) = (xa.cell_of_row[row], ya.cell_of_row[row]) {
+                members[j * nx + i].push(row);
+            }
+        }
+        let rects = (0..nx * ny)
+            .map(|k| {
+                let (i, j) = (k % nx, k / nx);
+                [
+                    (xa.edges[i], ya.edges[j]),
+                    (xa.edges[i + 1], ya.edges[j + 1]),
+                ]
+            })
+            .collect();
+        (rects, members)
+    });
+    let n_tiles = rects.len();
+    let mut cells: Vec<Vec<CellValue>> = (0..n_tiles).map(|_| Vec::new()).collect();
+    for (k, rows) in members.iter().enumerate() {
+        for &row in rows {
+            let v = match mode {
+                2 => match col(&req.metric)? {
+                    Column::Num(v) => CellValue::Num(v[row]),
+                    Column::Text(_) => {
+                        return Err(err(
+                            out,
+                            format!(
+                                "`{}` is a text column: map `class` or a numeric metric",
+                                req.metric
+                            ),
+                        ))
+                    }
+                },
+                _ => CellValue::Class(
+                    class_col.ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
+                        .clone(),
+                ),
+            };
+            cells[k].push(v);
+        }
     }
-    let target = req.metric.strip_prefix("class=").unwrap_or("");
+    let target = fraction_of.unwrap_or("");
     if mode == 1 && !CLASSES.contains(&target) {
         return Err(err(
             out,
@@ -345,8 +462,16 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
         ));
     }
     // Aggregate: numeric mean (of finite values), class fraction, or most frequent class.
-    let mut num = vec![f64::NAN; nx * ny];
-    let mut cls: Vec<Option<String>> = vec![None; nx * ny];
+    let mut num = vec![f64::NAN; n_tiles];
+    let mut cls: Vec<Option<String>> = vec![None; n_tiles];
+    let mut wide = vec![false; n_tiles];
+    let ci_width = opts.ci_width.unwrap_or_else(|| {
+        ds.metadata
+            .get(META_SWEEP)
+            .and_then(|text| SweepSpec::from_str_named(text, "sweep", "sweep").ok())
+            .and_then(|s| s.adaptive.map(|a| a.ci_width))
+            .unwrap_or(0.2)
+    });
     for (k, vs) in cells.iter().enumerate() {
         match mode {
             0 => {
@@ -369,6 +494,9 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
                         .filter(|v| matches!(v, CellValue::Class(s) if s == target))
                         .count();
                     num[k] = n as f64 / vs.len() as f64;
+                    let (lo, hi) =
+                        crate::sweep::summary::wilson(n, vs.len(), crate::sweep::summary::Z95);
+                    wide[k] = mark_wide && hi - lo > ci_width;
                 }
             }
             _ => {
@@ -434,6 +562,9 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
             .unwrap_or_default();
         let what = match mode {
             0 => "class (most frequent)".to_string(),
+            1 if mark_wide => {
+                format!("fraction {target} (/ : 95 % interval wider than {ci_width})")
+            }
             1 => format!("fraction of runs {target}"),
             _ => match crate::metrics::METRIC_COLUMNS
                 .iter()
@@ -448,8 +579,17 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
         } else {
             format!("{sweep}: {what}")
         };
-        let (x0, x1) = (xa.edges[0], xa.edges[nx]);
-        let (y0, y1) = (ya.edges[0], ya.edges[ny]);
+        // The tiles' extent (the grid's edges, or a refined dataset's outer cells).
+        let bound = |f: fn(&Rect) -> (f64, f64)| {
+            rects
+                .iter()
+                .map(f)
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |a, r| {
+                    (a.0.min(r.0), a.1.max(r.1))
+                })
+        };
+        let (x0, x1) = bound(|r| (r[0].0, r[1].0));
+        let (y0, y1) = bound(|r| (r[0].1, r[1].1));
         let mut chart = ChartBuilder::on(&main)
             .caption(caption, ("sans-serif", 24))
             .margin(14)
@@ -483,20 +623,20 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
         mesh.draw().map_err(|x| e(&x))?;
         let grey = RGBColor(215, 215, 215);
         chart
-            .draw_series((0..nx * ny).map(|k| {
-                let (i, j) = (k % nx, k / nx);
+            .draw_series((0..n_tiles).map(|k| {
                 let c = match mode {
                     0 => cls[k].as_deref().map(class_colour).unwrap_or(grey),
                     _ if num[k].is_finite() => viridis((num[k] - lo) / (hi - lo)),
                     _ => grey,
                 };
-                Rectangle::new(
-                    [
-                        (xa.edges[i], ya.edges[j]),
-                        (xa.edges[i + 1], ya.edges[j + 1]),
-                    ],
-                    c.filled(),
-                )
+                Rectangle::new(rects[k], c.filled())
+            }))
+            .map_err(|x| e(&x))?;
+        // A wide interval: a white diagonal across the cell.
+        chart
+            .draw_series((0..n_tiles).filter(|&k| wide[k]).map(|k| {
+                let [a, b] = rects[k];
+                PathElement::new(vec![a, b], WHITE.stroke_width(2))
             }))
             .map_err(|x| e(&x))?;
 
@@ -562,10 +702,11 @@ pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary
     done?;
     Ok(MapSummary {
         rows: ds.rows(),
-        cells: nx * ny,
+        cells: n_tiles,
         filled_cells: filled,
         x_log: xa.log,
         y_log: ya.log,
         range: (lo, hi),
+        wide_cells: wide.iter().filter(|&&w| w).count(),
     })
 }

@@ -421,6 +421,12 @@ pub fn push_metric_columns(t: &mut TableBuilder, rows: &[&Metrics]) {
         "class",
         rows.iter().map(|m| m.class.label().to_string()).collect(),
     );
+    t.push(
+        field("settled", DataType::Boolean, ""),
+        Arc::new(arrow_array::BooleanArray::from(
+            rows.iter().map(|m| m.settled).collect::<Vec<_>>(),
+        )),
+    );
     t.f64_list(
         "pair_plv",
         "1",

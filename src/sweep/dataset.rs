@@ -2,7 +2,7 @@
 //! `DIR/shard=K/part-<first point id>.parquet`, readable as one table by DuckDB
 //! (`SELECT … FROM 'DIR/**/*.parquet'`) and polars (`scan_parquet`).
 //!
-//! Rows: `point_id`, `combo`, `repeat`, every parameter as its own typed column, every
+//! Rows: `point_id`, `combo`, `repeat`, `level` (refinement level), every parameter as its own typed column, every
 //! metric, `status`, `class`, `backend`, `scheme`, `step`, `error`. Each part is written
 //! to a hidden temporary name and renamed when complete ([`parquet::write_atomic`]),
 //! so a killed sweep leaves only whole part files (and at most a hidden temporary,
@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{
-    Array, Float64Array, ListArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
+    Array, BooleanArray, Float64Array, ListArray, RecordBatch, StringArray, UInt32Array,
+    UInt64Array,
 };
 use arrow_schema::{DataType, SchemaRef};
 
@@ -269,6 +270,7 @@ pub fn chunk_batch(
         )),
     );
     t.u32("repeat", "1", points.iter().map(|p| p.repeat).collect());
+    t.u32("level", "1", points.iter().map(|p| p.level).collect());
     let params: Vec<&crate::Params> = points.iter().map(|p| &p.cfg.params).collect();
     parquet::push_param_columns(&mut t, &params);
     let failed: Vec<Metrics> = points.iter().map(|p| failed_metrics(p)).collect();
@@ -439,6 +441,17 @@ fn column_of(a: &dyn Array) -> Option<Column> {
     }
     if let Some(x) = any.downcast_ref::<UInt64Array>() {
         return Some(Column::Num(x.values().iter().map(|&v| v as f64).collect()));
+    }
+    if let Some(x) = any.downcast_ref::<BooleanArray>() {
+        // true/false as 1/0; null (unknown) as NaN.
+        return Some(Column::Num(
+            (0..x.len())
+                .map(|i| match x.is_null(i) {
+                    true => f64::NAN,
+                    false => f64::from(u8::from(x.value(i))),
+                })
+                .collect(),
+        ));
     }
     if let Some(x) = any.downcast_ref::<StringArray>() {
         return Some(Column::Text(

@@ -3,12 +3,15 @@
 //! Parquet dataset ([`dataset`]), checked before it is trusted ([`verify`]) and
 //! written by one process per shard ([`lock`]).
 
+pub mod adaptive;
 pub mod dataset;
 pub mod lock;
 pub mod plan;
+pub mod refine;
 pub mod rng;
 pub mod run;
 pub mod spec;
+pub mod summary;
 pub mod verify;
 
 pub use plan::{Plan, PlannedPoint, Shard};

@@ -23,6 +23,8 @@ pub struct PlannedPoint {
     /// Index of the parameter combination (shared by its repeats).
     pub combo: u64,
     pub repeat: u32,
+    /// Refinement level that planned the point (0: the axes' own grid).
+    pub level: u32,
     pub cfg: RunConfig,
 }
 
@@ -113,6 +115,57 @@ impl std::fmt::Display for Shard {
     }
 }
 
+/// The repeats of parameter combination `combo`, whose axes take `values` (axis index,
+/// value): validated configurations with ids `combo * repeats + repeat`.
+pub fn combo_points(
+    spec: &SweepSpec,
+    combo: u64,
+    values: &[(usize, toml::Value)],
+    level: u32,
+) -> Result<Vec<PlannedPoint>, SweepError> {
+    let repeats = spec.repeats as u64;
+    let mut table = spec.base.clone();
+    let mut desc = Vec::new();
+    for (a, v) in values {
+        let axis = &spec.axes[*a];
+        desc.push(format!("{} = {v}", axis.param));
+        table.insert(axis.param.clone(), v.clone());
+    }
+    let point_err = |point_id: u64, source: ConfigError| SweepError::Config {
+        file: spec.file.clone(),
+        context: format!("point {point_id} ({})", desc.join(", ")),
+        source: Box::new(source),
+    };
+    let params = crate::Params::from_toml_table(table).map_err(|source| {
+        point_err(
+            combo * repeats,
+            ConfigError::Param {
+                path: "parameters".into(),
+                source,
+            },
+        )
+    })?;
+    let mut points = Vec::with_capacity(spec.repeats);
+    for r in 0..repeats {
+        let point_id = combo * repeats + r;
+        let mut cfg = spec.config.clone();
+        cfg.params = params.clone();
+        if spec.random_phases {
+            let mut rng = SplitMix64::derive(spec.seed, &[PHASE_STREAM, point_id]);
+            cfg.params.psi_init = Some((0..params.n_legs).map(|_| TAU * rng.next_f64()).collect());
+        }
+        cfg.validate().map_err(|e| point_err(point_id, e))?;
+        points.push(PlannedPoint {
+            point_id,
+            combo,
+            repeat: r as u32,
+            level,
+            cfg,
+        });
+    }
+    Ok(points)
+}
+
 impl Plan {
     /// Plan every point of `spec`; each point is validated, and an invalid one is an
     /// error naming the file, the point's axis values and the parameter's allowed range.
@@ -155,50 +208,17 @@ impl Plan {
                 idx[g] = rest % sizes[g];
                 rest /= sizes[g];
             }
-            let mut table = spec.base.clone();
-            let mut desc = Vec::new();
+            let mut values = Vec::new();
             for (g, members) in spec.groups.iter().enumerate() {
-                for &a in members {
-                    let axis = &spec.axes[a];
-                    let v = axis.values[idx[g]].clone();
-                    desc.push(format!("{} = {v}", axis.param));
-                    table.insert(axis.param.clone(), v);
+                for &m in members {
+                    values.push((m, spec.axes[m].values[idx[g]].clone()));
                 }
             }
-            let point_err = |point_id: u64, source: ConfigError| SweepError::Config {
-                file: spec.file.clone(),
-                context: format!("point {point_id} ({})", desc.join(", ")),
-                source: Box::new(source),
-            };
-            let params = crate::Params::from_toml_table(table).map_err(|source| {
-                point_err(
-                    (c * spec.repeats) as u64,
-                    ConfigError::Param {
-                        path: "parameters".into(),
-                        source,
-                    },
-                )
-            })?;
-            for r in 0..spec.repeats {
-                let point_id = (c * spec.repeats + r) as u64;
-                if !shard.contains(point_id) {
-                    continue;
-                }
-                let mut cfg = spec.config.clone();
-                cfg.params = params.clone();
-                if spec.random_phases {
-                    let mut rng = SplitMix64::derive(spec.seed, &[PHASE_STREAM, point_id]);
-                    cfg.params.psi_init =
-                        Some((0..params.n_legs).map(|_| TAU * rng.next_f64()).collect());
-                }
-                cfg.validate().map_err(|e| point_err(point_id, e))?;
-                points.push(PlannedPoint {
-                    point_id,
-                    combo: c as u64,
-                    repeat: r as u32,
-                    cfg,
-                });
-            }
+            points.extend(
+                combo_points(spec, c as u64, &values, 0)?
+                    .into_iter()
+                    .filter(|p| shard.contains(p.point_id)),
+            );
         }
         Ok(Plan { points })
     }

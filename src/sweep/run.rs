@@ -166,6 +166,40 @@ fn prepare<'a>(
     })
 }
 
+/// `--until-settled MAX_T` (or `until_settled` in the sweep file): continuing a run
+/// needs an engine that resumes from its kept state, which no backend offers yet (the
+/// fixed-step engines and the reference start every run at t = 0). Refuse it before
+/// anything runs rather than rerun from the start; docs/atlas.md gives the interface.
+pub fn check_until_settled(
+    spec: &SweepSpec,
+    until_settled: Option<f64>,
+    backend: Backend,
+) -> Result<(), SweepError> {
+    let Some(max_t) = until_settled.or(spec.until_settled) else {
+        return Ok(());
+    };
+    let t_final = spec.config.params.t_final;
+    if !(max_t.is_finite() && max_t > t_final) {
+        return Err(SweepError::Key {
+            file: spec.file.clone(),
+            key: "until_settled".into(),
+            message: format!(
+                "{max_t} is out of range: allowed is a horizon > t_final = {t_final} s"
+            ),
+        });
+    }
+    Err(SweepError::Key {
+        file: spec.file.clone(),
+        key: "until_settled".into(),
+        message: format!(
+            "continuing unsettled runs to {max_t} s is not supported on backend {} yet: \
+             its engine cannot continue a run from its kept state (see docs/atlas.md); \
+             run a longer t_final instead",
+            backend.label()
+        ),
+    })
+}
+
 /// Outcome of [`run`].
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {

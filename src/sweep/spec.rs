@@ -17,6 +17,10 @@
 //! values = [50.0, 500.0]
 //! ```
 //!
+//! Atlas keys (docs/atlas.md): `repeats = { min = 8, max = 256, ci_width = 0.1 }`
+//! (adaptive repeats, [`crate::sweep::adaptive`]), `until_settled = MAX_T` and a
+//! `[refine]` table (adaptive refinement, [`crate::sweep::refine`]).
+//!
 //! Axis kinds: `values` (any parameter, masks included), `linspace`, `logspace`,
 //! `random` (uniform, or log-uniform with `log = true`) and `lhs` (Latin hypercube:
 //! one sample per stratum, strata in a seeded random order; zip several `lhs` axes
@@ -85,6 +89,12 @@ pub struct SweepSpec {
     /// Axis indices per group: zipped within a group, product across groups
     /// (first group outermost).
     pub groups: Vec<Vec<usize>>,
+    /// Adaptive repeats (`repeats = { min, max, ci_width }`); `repeats` is then `max`.
+    pub adaptive: Option<crate::sweep::adaptive::AdaptiveRepeats>,
+    /// Continue unsettled runs up to this horizon (s) (`until_settled = MAX_T`).
+    pub until_settled: Option<f64>,
+    /// Adaptive refinement (`[refine]`).
+    pub refine: Option<crate::sweep::refine::Refine>,
 }
 
 /// Most points a sweep may plan.
@@ -102,6 +112,8 @@ const TOP_KEYS: &[&str] = &[
     "metrics",
     "fixed_step",
     "axes",
+    "until_settled",
+    "refine",
 ];
 const AXIS_KINDS: &[&str] = &["values", "linspace", "logspace", "random", "lhs"];
 
@@ -218,10 +230,19 @@ impl SweepSpec {
             Some(v) => cx.int("seed", &v, 0, i64::MAX)? as u64,
             None => 0,
         };
-        let repeats = match top.remove("repeats") {
-            Some(v) => cx.int("repeats", &v, 1, 1_000_000)? as usize,
-            None => 1,
+        let (repeats, adaptive) = match top.remove("repeats") {
+            Some(toml::Value::Table(t)) => {
+                let a = crate::sweep::adaptive::AdaptiveRepeats::parse(file, t)?;
+                (a.max, Some(a))
+            }
+            Some(v) => (cx.int("repeats", &v, 1, 1_000_000)? as usize, None),
+            None => (1, None),
         };
+        let until_settled = match top.remove("until_settled") {
+            Some(v) => Some(cx.number("until_settled", &v)?),
+            None => None,
+        };
+        let refine_table = top.remove("refine");
         let random_phases = match top.remove("random_phases") {
             Some(toml::Value::Boolean(b)) => b,
             Some(other) => {
@@ -374,6 +395,16 @@ impl SweepSpec {
             config,
             axes,
             groups,
+            adaptive,
+            until_settled,
+            refine: None,
+        };
+        let spec = match refine_table {
+            Some(t) => SweepSpec {
+                refine: Some(crate::sweep::refine::Refine::parse(&spec, t)?),
+                ..spec
+            },
+            None => spec,
         };
         spec.check_base()?;
         spec.check_axis_values()?;
@@ -453,6 +484,24 @@ impl SweepSpec {
     /// The axis sweeping `param`, if any.
     pub fn axis(&self, param: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.param == param)
+    }
+}
+
+/// Value `k` of `num` evenly spaced values from `start` to `stop` (log-spaced when
+/// `log`), endpoints exact and rounded to 12 significant digits: the one formula of
+/// linspace/logspace axes and of the refinement lattice between their values.
+pub fn spaced_value(start: f64, stop: f64, log: bool, k: usize, num: usize) -> f64 {
+    if num == 1 || k == 0 {
+        start
+    } else if k == num - 1 {
+        stop
+    } else {
+        let u = k as f64 / (num - 1) as f64;
+        round_sig(if log {
+            start * (stop / start).powf(u)
+        } else {
+            start + (stop - start) * u
+        })
     }
 }
 
@@ -673,17 +722,7 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
     let mut rng = SplitMix64::derive(seed, &[i as u64 + 1]);
     let xs: Vec<f64> = match kind {
         AxisKind::Linspace | AxisKind::Logspace => (0..num)
-            .map(|k| {
-                if num == 1 {
-                    start
-                } else if k == num - 1 {
-                    stop
-                } else if k == 0 {
-                    start
-                } else {
-                    round_sig(lerp(k as f64 / (num - 1) as f64))
-                }
-            })
+            .map(|k| spaced_value(start, stop, log, k, num))
             .collect(),
         AxisKind::Random => (0..num).map(|_| lerp(rng.next_f64())).collect(),
         AxisKind::Lhs => {

@@ -1,0 +1,228 @@
+//! Basin fractions: a sweep's runs grouped by parameter combination, with the
+//! fraction of runs in every class and its Wilson 95 % score interval, plus per-class
+//! means and standard deviations of the lag order, mean lag and displacement.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use arrow_array::RecordBatch;
+
+use crate::error::OutputError;
+use crate::metrics::Class;
+use crate::output::parquet::TableBuilder;
+use crate::params::{LIST_PARAMS, SCALAR_PARAMS};
+use crate::sweep::dataset::{Column, Dataset};
+
+/// The two-sided 95 % normal quantile.
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// Wilson score interval of a proportion `k` of `n` at normal quantile `z`:
+/// (p + z²/2n ± z·sqrt(p(1−p)/n + z²/4n²)) / (1 + z²/n), p = k/n. It stays inside
+/// [0, 1] and is not degenerate at k = 0 or k = n (unlike the Wald interval); with no
+/// runs it is the whole [0, 1].
+pub fn wilson(k: usize, n: usize, z: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let z2 = z * z;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// Widest Wilson 95 % interval over every class fraction of `classes` (labels).
+pub fn widest_interval<'a>(classes: impl Iterator<Item = &'a str> + Clone) -> f64 {
+    let n = classes.clone().count();
+    Class::ALL
+        .iter()
+        .map(|c| {
+            let k = classes.clone().filter(|l| *l == c.label()).count();
+            let (lo, hi) = wilson(k, n, Z95);
+            hi - lo
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Metrics summarised per class (mean and standard deviation over that class' runs).
+pub const PER_CLASS_METRICS: &[(&str, &str)] = &[
+    ("lag_order", "1"),
+    ("mean_lag", "rad"),
+    ("displacement", "m"),
+];
+
+fn mean_std(x: &[f64]) -> (f64, f64) {
+    let f: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
+    let n = f.len() as f64;
+    if f.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = f.iter().sum::<f64>() / n;
+    let s = if f.len() < 2 {
+        f64::NAN
+    } else {
+        (f.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (n - 1.0)).sqrt()
+    };
+    (m, s)
+}
+
+fn missing(dir: &Path, name: &str) -> OutputError {
+    OutputError::Plot {
+        path: dir.display().to_string(),
+        message: format!("the dataset has no column `{name}` (is it a metachron sweep?)"),
+    }
+}
+
+/// Rows of `ds` grouped by `combo` (in combination order).
+pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
+    let Some(Column::Num(combo)) = ds.column("combo") else {
+        return Err(missing(dir, "combo"));
+    };
+    let mut groups: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (row, &c) in combo.iter().enumerate() {
+        groups.entry(c as u64).or_default().push(row);
+    }
+    Ok(groups)
+}
+
+/// One row per parameter combination of the sweep dataset `ds` (read from `dir`).
+pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), OutputError> {
+    let groups = rows_by_combo(ds, dir)?;
+    let Some(Column::Text(class)) = ds.column("class") else {
+        return Err(missing(dir, "class"));
+    };
+    let first: Vec<usize> = groups.values().map(|r| r[0]).collect();
+    let mut t = TableBuilder::default();
+    t.push(
+        crate::output::parquet::field("combo", arrow_schema::DataType::UInt64, "1"),
+        std::sync::Arc::new(arrow_array::UInt64Array::from(
+            groups.keys().copied().collect::<Vec<_>>(),
+        )),
+    );
+    // Parameters (the first run's: a combination's runs differ only in random inputs
+    // such as psi_init, which is left out) and the refinement level.
+    let params = SCALAR_PARAMS
+        .iter()
+        .map(|s| (s.name, s.unit))
+        .chain([("n_actuated", "1"), ("level", "1")])
+        .chain(
+            LIST_PARAMS
+                .iter()
+                .filter(|&&l| l != "psi_init")
+                .map(|&l| (l, "")),
+        );
+    for (name, unit) in params {
+        match ds.column(name) {
+            Some(Column::Num(v)) => t.f64(name, unit, first.iter().map(|&r| v[r]).collect()),
+            Some(Column::Text(v)) => t.string(name, first.iter().map(|&r| v[r].clone()).collect()),
+            None => {}
+        }
+    }
+    t.u32(
+        "n_runs",
+        "1",
+        groups.values().map(|r| r.len() as u32).collect(),
+    );
+    let mut widest = vec![0.0f64; groups.len()];
+    for c in Class::ALL {
+        let (mut f, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
+        for (g, rows) in groups.values().enumerate() {
+            let k = rows.iter().filter(|&&r| class[r] == c.label()).count();
+            let (l, h) = wilson(k, rows.len(), Z95);
+            f.push(k as f64 / rows.len() as f64);
+            lo.push(l);
+            hi.push(h);
+            widest[g] = widest[g].max(h - l);
+        }
+        let name = format!("fraction_{}", c.label());
+        t.f64(&name, "1", f);
+        t.f64(&format!("{name}_lo"), "1", lo);
+        t.f64(&format!("{name}_hi"), "1", hi);
+    }
+    t.f64("ci_width_max", "1", widest);
+    if let Some(Column::Num(settled)) = ds.column("settled") {
+        // Over the runs whose `settled` is known (null on backends without the sums).
+        t.f64(
+            "fraction_settled",
+            "1",
+            groups
+                .values()
+                .map(|rows| {
+                    let known: Vec<f64> = rows
+                        .iter()
+                        .map(|&r| settled[r])
+                        .filter(|v| v.is_finite())
+                        .collect();
+                    known.iter().sum::<f64>() / known.len() as f64
+                })
+                .collect(),
+        );
+    }
+    for (m, unit) in PER_CLASS_METRICS {
+        let Some(Column::Num(x)) = ds.column(m) else {
+            return Err(missing(dir, m));
+        };
+        for c in Class::ALL {
+            let stats: Vec<(f64, f64)> = groups
+                .values()
+                .map(|rows| {
+                    let v: Vec<f64> = rows
+                        .iter()
+                        .filter(|&&r| class[r] == c.label())
+                        .map(|&r| x[r])
+                        .collect();
+                    mean_std(&v)
+                })
+                .collect();
+            t.f64(
+                &format!("{m}_mean_{}", c.label()),
+                unit,
+                stats.iter().map(|s| s.0).collect(),
+            );
+            t.f64(
+                &format!("{m}_std_{}", c.label()),
+                unit,
+                stats.iter().map(|s| s.1).collect(),
+            );
+        }
+    }
+    Ok((t.finish()?, groups.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_matches_hand_computed_intervals() {
+        let z = Z95;
+        // k = 0 of n = 10: lo = 0, hi = z²/(n + z²) = 3.841459/13.841459.
+        let (lo, hi) = wilson(0, 10, z);
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.277_532).abs() < 1e-6, "{hi}");
+        // k = 5 of n = 10: centre 0.5, half = z·sqrt(0.025 + z²/400)/(1 + z²/10)
+        // = 1.959964·sqrt(0.034604)/1.384146 = 0.263402.
+        let (lo, hi) = wilson(5, 10, z);
+        assert!((lo - 0.236_593).abs() < 1e-6, "{lo}");
+        assert!((hi - 0.763_407).abs() < 1e-6, "{hi}");
+        // k = 8 of n = 8: symmetric to k = 0: lo = 8/(8 + z²) = 0.675592.
+        let (lo, hi) = wilson(8, 8, z);
+        assert!((lo - 0.675_592).abs() < 1e-6, "{lo}");
+        assert_eq!(hi, 1.0);
+        // k = 1 of n = 3 (published table value, Newcombe 1998 style): [0.0615, 0.7923].
+        let (lo, hi) = wilson(1, 3, z);
+        assert!((lo - 0.061_5).abs() < 1e-4 && (hi - 0.792_3).abs() < 1e-4);
+        assert_eq!(wilson(0, 0, z), (0.0, 1.0));
+    }
+
+    #[test]
+    fn widest_interval_covers_every_class() {
+        // 20 runs, all metachronal: every other class has k = 0, width z²/(20 + z²).
+        let labels = vec!["metachronal"; 20];
+        let w = widest_interval(labels.iter().copied());
+        let z2 = Z95 * Z95;
+        assert!((w - z2 / (20.0 + z2)).abs() < 1e-12);
+    }
+}

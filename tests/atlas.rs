@@ -1,0 +1,432 @@
+//! Atlas sweeps end to end: the `still` class on the engine, refinement on the finest
+//! lattice (ids and rows equal to a dense run's, interrupted or killed and resumed,
+//! sharded), adaptive repeats stopping at the requested width, summaries with Wilson
+//! intervals, and `--until-settled` refused rather than silently rerun.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use metachron::batch::run_point;
+use metachron::metrics::Class;
+use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
+use metachron::simulate::{Backend, RunConfig};
+use metachron::sweep::adaptive::{run_adaptive, AdaptiveOutcome};
+use metachron::sweep::dataset::{self, Column, Dataset};
+use metachron::sweep::refine::{run_refined, RefineOutcome};
+use metachron::sweep::run::{self, RunOptions};
+use metachron::sweep::summary::{summarize, wilson, Z95};
+use metachron::sweep::{Plan, Shard, SweepSpec};
+
+/// 3 legs x 3 nodes, 1 s, only leg 1 driven, alpha x beta on 3 x 3 grid values,
+/// refined twice on the lag order: lattice 9 x 9.
+const REFINED: &str = r#"name = "refined"
+[base]
+n_legs = 3
+n_nodes = 3
+t_final = 1.0
+actuated = "first"
+[[axes]]
+param = "alpha"
+logspace = { start = 10.0, stop = 10000.0, num = 3 }
+[[axes]]
+param = "beta"
+logspace = { start = 10.0, stop = 10000.0, num = 3 }
+[refine]
+by = "lag_order"
+threshold = 0.15
+max_level = 2
+max_points = 60
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn opts(out: &Path, batch: usize) -> RunOptions {
+    RunOptions {
+        out: out.to_path_buf(),
+        backend: Backend::Cpu,
+        batch,
+        resume: false,
+        shard: Shard::default(),
+        stop_after_chunks: None,
+    }
+}
+
+fn spec(text: &str) -> SweepSpec {
+    SweepSpec::from_str_named(text, "atlas-test.toml", "atlas-test").unwrap()
+}
+
+/// Rows as comparable text keyed by point id (columns in `skip` left out).
+fn rows(ds: &Dataset, skip: &[&str]) -> HashMap<u64, String> {
+    let ids = ds.point_ids();
+    (0..ids.len())
+        .map(|i| {
+            let text = ds
+                .columns
+                .iter()
+                .filter(|(n, _)| !skip.contains(&n.as_str()))
+                .map(|(n, c)| match c {
+                    Column::Num(v) => format!("{n}={:?}", v[i].to_bits()),
+                    Column::Text(v) => format!("{n}={}", v[i]),
+                })
+                .collect::<Vec<_>>()
+                .join(";");
+            (ids[i], text)
+        })
+        .collect()
+}
+
+fn refine_done(spec: &SweepSpec, o: &RunOptions) -> Vec<metachron::sweep::refine::LevelReport> {
+    match run_refined(spec, o, |_| {}).unwrap() {
+        RefineOutcome::Done(l) => l,
+        other => panic!("not done: {other:?}"),
+    }
+}
+
+#[test]
+fn a_robot_without_servos_is_still() {
+    // The new user's case of issue 11: no servo; once the legs have settled under
+    // gravity (the first seconds) they stand at rest, and this read `synchronous`.
+    // The paper's robot (9 legs x 5 nodes), 20 s, like the minimal-actuation map.
+    let mut cfg = RunConfig::default();
+    cfg.params.t_final = 20.0;
+    cfg.params.actuated = vec![false; 9];
+    let r = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
+    assert!(r.metrics.status.is_ok());
+    assert!(
+        r.metrics.leg_frequency.iter().all(|f| f.abs() < 0.01),
+        "{:?}",
+        r.metrics.leg_frequency
+    );
+    assert_eq!(r.metrics.class, Class::Still);
+    // Driven, the same robot turns its legs and is not still.
+    cfg.params.actuated = vec![true; 9];
+    let r = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
+    assert_ne!(r.metrics.class, Class::Still);
+    assert!(r.metrics.settled.is_some());
+    assert_eq!(r.metrics.t_run, 20.0);
+}
+
+#[test]
+fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
+    let s = spec(REFINED);
+    let full = scratch("refine-full");
+    let levels = refine_done(&s, &opts(&full, 7));
+    assert_eq!(levels[0].points, 9);
+    assert!(levels.len() > 1 && levels[1].points > 0, "{levels:?}");
+    let total: usize = levels.iter().map(|l| l.points).sum();
+    assert!(total <= 60);
+    let refined = dataset::read_dataset(&full).unwrap();
+    assert_eq!(refined.rows(), total);
+
+    // The dense sweep of the same lattice (9 x 9): same ids, same rows.
+    let dense_text = REFINED
+        .split("[refine]")
+        .next()
+        .unwrap()
+        .replace("num = 3", "num = 9");
+    let d = spec(&dense_text);
+    let dense = scratch("refine-dense");
+    let o = opts(&dense, 32);
+    let plan = Plan::new(&d).unwrap();
+    let work = run::work(&d, &plan, &o).unwrap();
+    run::run(&d, &work.pending, &o, |_| {}).unwrap();
+    let dense_rows = rows(&dataset::read_dataset(&dense).unwrap(), &["level"]);
+    let refined_rows = rows(&refined, &["level"]);
+    for (id, row) in &refined_rows {
+        assert_eq!(Some(row), dense_rows.get(id), "point {id}");
+    }
+
+    // Interrupted after 3 chunks, then resumed: exactly the uninterrupted rows.
+    let part = scratch("refine-part");
+    let mut o = opts(&part, 7);
+    o.stop_after_chunks = Some(3);
+    assert!(matches!(
+        run_refined(&s, &o, |_| {}).unwrap(),
+        RefineOutcome::Stopped
+    ));
+    assert!(
+        run_refined(&s, &opts(&part, 7), |_| {}).is_err(),
+        "needs --resume"
+    );
+    let mut o = opts(&part, 7);
+    o.resume = true;
+    refine_done(&s, &o);
+    assert_eq!(
+        rows(&dataset::read_dataset(&part).unwrap(), &[]),
+        rows(&refined, &[])
+    );
+
+    // Two shards, each resumed until done: their union is the unsharded dataset.
+    let sharded = scratch("refine-shards");
+    let mut done = [false, false];
+    for round in 0..2 * (levels.len() + 1) {
+        let k = round % 2;
+        if done[k] {
+            continue;
+        }
+        let mut o = opts(&sharded, 4);
+        o.shard = Shard::new(k, 2).unwrap();
+        o.resume = round > 0;
+        done[k] = matches!(run_refined(&s, &o, |_| {}).unwrap(), RefineOutcome::Done(_));
+    }
+    assert_eq!(done, [true, true]);
+    assert_eq!(
+        rows(&dataset::read_dataset(&sharded).unwrap(), &[]),
+        rows(&refined, &[])
+    );
+}
+
+#[test]
+fn killed_refined_sweep_resumes_to_the_same_rows() {
+    let bin = env!("CARGO_BIN_EXE_metachron");
+    let dir = scratch("refine-killed");
+    let text = REFINED.replace("t_final = 1.0", "t_final = 2.0");
+    let file = dir.join("refined.toml");
+    std::fs::write(&file, &text).unwrap();
+    let args = |out: &Path, extra: &[&str]| {
+        let mut a: Vec<String> = ["sweep", file.to_str().unwrap(), "--out"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.push(out.to_str().unwrap().to_string());
+        a.extend(["--batch", "1", "--quiet"].iter().map(|s| s.to_string()));
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let full = dir.join("full");
+    let st = Command::new(bin).args(args(&full, &[])).output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+
+    let out = dir.join("killed");
+    let mut child = Command::new(bin)
+        .args(args(&out, &[]))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    // Kill it once a level-1 point is written (past the first level).
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no level 1 appeared"
+        );
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("sweep ended before it could be killed: {status}");
+        }
+        if dataset::part_files(&out).unwrap().len() > 10 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let full_ds = dataset::read_dataset(&full).unwrap();
+    assert!(dataset::part_files(&out).unwrap().len() < full_ds.rows());
+    let st = Command::new(bin)
+        .args(args(&out, &["--resume"]))
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(
+        rows(&dataset::read_dataset(&out).unwrap(), &[]),
+        rows(&full_ds, &[])
+    );
+}
+
+/// Random initial phases over K_p (6 legs, 2 s): some combinations mix classes.
+const ADAPTIVE: &str = r#"name = "adaptive"
+seed = 7
+repeats = { min = 4, max = 32, ci_width = 0.45 }
+[base]
+n_legs = 4
+n_nodes = 3
+t_final = 1.0
+[[axes]]
+param = "k_p"
+values = [5.0, 500.0]
+[[axes]]
+param = "alpha"
+values = [50.0, 5000.0]
+"#;
+
+#[test]
+fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
+    let s = spec(ADAPTIVE);
+    let a = s.adaptive.unwrap();
+    assert_eq!(a.targets(), vec![4, 8, 16, 32]);
+    let full = scratch("adaptive-full");
+    let plan = Plan::new(&s).unwrap();
+    let AdaptiveOutcome::Done(rounds) = run_adaptive(&s, &plan, &opts(&full, 8), |_| {}).unwrap()
+    else {
+        panic!("not done")
+    };
+    assert!(!rounds.is_empty());
+    let ds = dataset::read_dataset(&full).unwrap();
+    let Some(Column::Text(class)) = ds.column("class") else {
+        panic!("no class column")
+    };
+    let ids = ds.point_ids();
+    // Check every combination independently: its runs are repeats 0..n, n a target;
+    // the widest class interval of its runs is below ci_width unless n = max, and
+    // was not below it at the target before n.
+    let width = |cls: &[&str]| {
+        Class::ALL
+            .iter()
+            .map(|c| {
+                let k = cls.iter().filter(|l| **l == c.label()).count();
+                let (lo, hi) = wilson(k, cls.len(), Z95);
+                hi - lo
+            })
+            .fold(0.0, f64::max)
+    };
+    let mut saw_more = false;
+    for combo in 0..4u64 {
+        let mut mine: Vec<(u64, &str)> = ids
+            .iter()
+            .zip(class)
+            .filter(|(id, _)| **id / 32 == combo)
+            .map(|(id, c)| (id % 32, c.as_str()))
+            .collect();
+        mine.sort();
+        let n = mine.len();
+        assert!(mine.iter().enumerate().all(|(i, (r, _))| *r == i as u64));
+        assert!(a.targets().contains(&n), "combo {combo}: {n} runs");
+        let cls: Vec<&str> = mine.iter().map(|m| m.1).collect();
+        assert!(n == 32 || width(&cls) < 0.45, "combo {combo}");
+        if n > 4 {
+            saw_more = true;
+            assert!(width(&cls[..n / 2]) >= 0.45, "combo {combo} ran too many");
+        }
+    }
+    assert!(saw_more, "no combination needed more than min runs");
+
+    // Interrupted and resumed: the same rows.
+    let part = scratch("adaptive-part");
+    let mut o = opts(&part, 8);
+    o.stop_after_chunks = Some(3);
+    assert!(matches!(
+        run_adaptive(&s, &plan, &o, |_| {}).unwrap(),
+        AdaptiveOutcome::Stopped
+    ));
+    let mut o = opts(&part, 8);
+    o.resume = true;
+    run_adaptive(&s, &plan, &o, |_| {}).unwrap();
+    assert_eq!(
+        rows(&dataset::read_dataset(&part).unwrap(), &[]),
+        rows(&ds, &[])
+    );
+    let mut o = opts(&scratch("adaptive-shard"), 8);
+    o.shard = Shard::new(0, 2).unwrap();
+    assert!(run_adaptive(&s, &plan, &o, |_| {}).is_err());
+
+    // The summary: one row per combination with hand-checkable fractions.
+    let (batch, combos) = summarize(&ds, &full).unwrap();
+    assert_eq!(combos, 4);
+    let f = |name: &str| {
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap()
+            .values()
+            .to_vec()
+    };
+    let n_runs = batch
+        .column_by_name("n_runs")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::UInt32Array>()
+        .unwrap()
+        .values()
+        .to_vec();
+    for c in Class::ALL {
+        let (fr, lo, hi) = (
+            f(&format!("fraction_{}", c.label())),
+            f(&format!("fraction_{}_lo", c.label())),
+            f(&format!("fraction_{}_hi", c.label())),
+        );
+        for g in 0..4 {
+            let k = (fr[g] * n_runs[g] as f64).round() as usize;
+            let direct = class
+                .iter()
+                .zip(&ids)
+                .filter(|(l, id)| **id / 32 == g as u64 && l.as_str() == c.label())
+                .count();
+            assert_eq!(k, direct);
+            assert!(lo[g] <= fr[g] && fr[g] <= hi[g]);
+        }
+    }
+    // The fraction map strikes through exactly the cells whose interval is wide.
+    let wide = (0..4)
+        .filter(|&g| {
+            let (k, n) = (
+                (f("fraction_metachronal")[g] * n_runs[g] as f64).round() as usize,
+                n_runs[g] as usize,
+            );
+            let (lo, hi) = wilson(k, n, Z95);
+            hi - lo > 0.3
+        })
+        .count();
+    let req = MapRequest {
+        x: "alpha".into(),
+        y: "k_p".into(),
+        metric: "fraction:metachronal".into(),
+    };
+    let png = full.join("fraction.png");
+    let opts = MapOptions {
+        ci_width: Some(0.3),
+    };
+    let m = draw_map_with(&ds, &req, &opts, &png).unwrap();
+    assert_eq!((m.cells, m.wide_cells), (4, wide));
+    assert!(png.metadata().unwrap().len() > 1000);
+    let sum: f64 = Class::ALL
+        .iter()
+        .map(|c| f(&format!("fraction_{}", c.label()))[0])
+        .sum();
+    assert!((sum - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn until_settled_is_refused_not_silently_rerun() {
+    let bin = env!("CARGO_BIN_EXE_metachron");
+    let dir = scratch("until-settled");
+    let file = dir.join("u.toml");
+    std::fs::write(
+        &file,
+        "[base]\nt_final = 0.5\nn_legs = 3\nn_nodes = 3\n[[axes]]\nparam = \"alpha\"\nvalues = [50.0]\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    for (backend, max_t) in [("cpu", "2.0"), ("reference", "2.0"), ("cpu", "0.25")] {
+        let st = Command::new(bin)
+            .args([
+                "sweep",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .args(["--backend", backend, "--until-settled", max_t, "--quiet"])
+            .output()
+            .unwrap();
+        assert_eq!(st.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&st.stderr);
+        assert!(err.contains("until_settled"), "{err}");
+        assert!(!out.exists(), "nothing may run");
+    }
+}
