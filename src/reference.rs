@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{SettingsError, SolverError};
 use crate::model::Robot;
-use crate::sample::{state_is_sane, Sample, Status};
+use crate::sample::{state_is_sane, Sample, SolverFailure, Status};
 
 /// Which diffsol method integrates the reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -94,6 +94,8 @@ pub struct SolverStats {
     pub lu_factorizations: usize,
     pub newton_iterations: usize,
     pub newton_failures: usize,
+    /// Contact switches located and stepped to (tips and body points; esdirk34 only).
+    pub contact_events: usize,
     /// Step of a fixed-step backend (s); 0 for the adaptive reference.
     pub fixed_step: f64,
 }
@@ -233,7 +235,12 @@ pub fn run_reference(
                     break Status::Diverged { time: t };
                 }
                 match step {
-                    Err(_) => break Status::SolverFailed { time: t_before },
+                    Err(_) => {
+                        break Status::SolverFailed {
+                            time: t_before,
+                            reason: SolverFailure::SolverError,
+                        }
+                    }
                     Ok(reason) => {
                         while next < sample_times.len() && sample_times[next] <= t {
                             let ts = sample_times[next];
@@ -264,6 +271,7 @@ pub fn run_reference(
                 lu_factorizations: st.number_of_linear_solver_setups,
                 newton_iterations: st.number_of_nonlinear_solver_iterations,
                 newton_failures: st.number_of_nonlinear_solver_fails,
+                contact_events: 0,
                 fixed_step: 0.0,
             };
             ReferenceRun { status, stats }

@@ -11,9 +11,11 @@
 //! same solution (tested) at 5–10× the cost.
 
 use super::bordered_band::BorderedBand;
-use crate::model::Robot;
+use super::events::{DenseStep, Switching};
+use crate::model::contact::gap;
+use crate::model::{ContactMode, Robot};
 use crate::reference::{ReferenceSettings, SolverStats};
-use crate::sample::{state_is_sane, Sample, Status};
+use crate::sample::{state_is_sane, Sample, SolverFailure, Status};
 
 const GAMMA: f64 = 0.435_866_521_508_459;
 const A: [[f64; 4]; 4] = [
@@ -44,17 +46,19 @@ const STAGES: usize = 4;
 const KAPPA: f64 = 0.05;
 const MAX_NEWTON: usize = 8;
 
-/// Accelerations and actuation power of the robot: the right-hand side.
+/// Accelerations and actuation power of the robot in the held contact mode: the
+/// right-hand side (smooth within a step; see `events`).
 struct System<'a> {
     robot: &'a Robot,
     nq: usize,
     evals: usize,
+    mode: ContactMode,
 }
 
 impl System<'_> {
     fn accel(&mut self, q: &[f64], v: &[f64], a: &mut [f64]) -> f64 {
         self.evals += 1;
-        self.robot.accelerations(q, v, a)
+        self.robot.accelerations_in(q, v, a, &self.mode)
     }
 
     /// ∂a/∂q and ∂a/∂v (dense row-major) by forward differences, columns grouped by
@@ -132,6 +136,7 @@ pub fn acceleration_jacobian(robot: &Robot, q: &[f64], v: &[f64]) -> (Vec<f64>, 
         robot,
         nq,
         evals: 0,
+        mode: ContactMode::of_state(robot, q),
     };
     let mut a0 = vec![0.0; nq];
     sys.accel(q, v, &mut a0);
@@ -165,14 +170,19 @@ pub fn integrate(
     let nq = robot.nq();
     let l = robot.leg_dofs;
     let (rtol, atol) = (settings.rtol, settings.atol);
+    let (mut q, mut v) = robot.initial_state();
     let mut sys = System {
         robot,
         nq,
         evals: 0,
+        mode: ContactMode::of_state(robot, &q),
     };
     let mut stats = SolverStats::default();
-
-    let (mut q, mut v) = robot.initial_state();
+    let switching = Switching::new(atol);
+    // A contact switch located inside the last step: (surface, its time). The step is
+    // retaken to end there, and the mode switches at its end.
+    let mut pending: Option<(usize, f64)> = None;
+    let mut scratch = vec![0.0; nq];
     let mut work = 0.0;
     let mut t = 0.0;
     let mut a_n = vec![0.0; nq];
@@ -206,9 +216,10 @@ pub fn integrate(
     let mut rejected_last = false;
     let mut stalled = 0usize;
     let mut err_prev = 1.0_f64;
+    let failed = |time: f64, reason: SolverFailure| Status::SolverFailed { time, reason };
     let status = loop {
         if stats.steps >= settings.max_steps {
-            break Status::SolverFailed { time: t };
+            break failed(t, SolverFailure::StepLimit);
         }
         stalled = if h < settings.stall_step {
             stalled + 1
@@ -216,10 +227,15 @@ pub fn integrate(
             0
         };
         if stalled > settings.stall_steps {
-            break Status::SolverFailed { time: t };
+            break failed(t, SolverFailure::Stalled);
         }
-        let last = t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final;
-        let h_step = if last { t_final - t } else { h };
+        let (h_step, last) = match pending {
+            Some((_, t_event)) => (t_event - t, false),
+            None if t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final => {
+                (t_final - t, true)
+            }
+            None => (h, false),
+        };
         let hg = h_step * GAMMA;
         if !jac_valid {
             sys.jacobian(&q, &v, &a_n, &mut jq, &mut jv);
@@ -238,7 +254,7 @@ pub fn integrate(
                 }
             }
             if newton.factor().is_err() {
-                break Status::SolverFailed { time: t };
+                break failed(t, SolverFailure::SingularMatrix);
             }
             stats.lu_factorizations += 1;
             lu_hg = hg;
@@ -316,12 +332,15 @@ pub fn integrate(
         if newton_failed {
             stats.newton_failures += 1;
             if jac_fresh {
+                if pending.take().is_some() {
+                    h = h_step;
+                }
                 h *= 0.25;
             } else {
                 jac_valid = false;
             }
             if h < settings.min_step {
-                break Status::SolverFailed { time: t };
+                break failed(t, SolverFailure::MinStep);
             }
             continue;
         }
@@ -364,12 +383,39 @@ pub fn integrate(
 
         if !err_ok {
             stats.rejected_steps += 1;
+            if pending.take().is_some() {
+                h = h_step;
+            }
             h *= factor.min(0.9);
             rejected_last = true;
             if h < settings.min_step {
-                break Status::SolverFailed { time: t };
+                break failed(t, SolverFailure::MinStep);
             }
             continue;
+        }
+
+        // Contact events: a gap that crosses its threshold inside the step ends it there.
+        let dense = DenseStep {
+            q0: &q,
+            v0: &v,
+            q1: &q_new,
+            v1: &v_new,
+            h: h_step,
+        };
+        let event_step = pending.map(|(k, _)| k);
+        match switching.first_crossing(robot, &sys.mode, &dense, event_step, &mut scratch) {
+            Some((k, s)) if s == 0.0 => {
+                // Already past its threshold at the start: switch here, retake the step.
+                pending = None;
+                switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
+                jac_valid = false;
+                continue;
+            }
+            Some((k, s)) if s < 1.0 => {
+                pending = Some((k, t + s * h_step));
+                continue;
+            }
+            _ => {}
         }
 
         // Accept.
@@ -419,6 +465,17 @@ pub fn integrate(
         if last {
             break Status::Ok;
         }
+        if let Some((k, _)) = pending.take() {
+            // The step ends at the located switch: change the mode (unless the step fell
+            // short of the band's middle; the next step then locates the rest) and keep h,
+            // which the cut step did not test.
+            if switching.may_switch(&sys.mode, robot, k, gap(robot, &q, k)) {
+                switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
+                jac_valid = false;
+            }
+            rejected_last = false;
+            continue;
+        }
         // Step-size choice; keep h (and the LU) when the change would be small.
         let mut ratio = factor;
         if rejected_last {
@@ -437,4 +494,21 @@ pub fn integrate(
     };
     stats.rhs_evals = sys.evals;
     (status, stats)
+}
+
+/// Flip surface `k`'s contact mode at (q, v) and re-evaluate the derivative there (the
+/// first stage of the next step), counting the event.
+fn switch_mode(
+    sys: &mut System,
+    k: usize,
+    q: &[f64],
+    v: &[f64],
+    a_n: &mut [f64],
+    p_n: &mut f64,
+    stats: &mut SolverStats,
+) {
+    let on = sys.mode.get(sys.robot, k);
+    sys.mode.set(sys.robot, k, !on);
+    *p_n = sys.accel(q, v, a_n);
+    stats.contact_events += 1;
 }

@@ -4,3 +4,4 @@
 pub mod bordered_band;
 pub mod dkd;
 pub mod esdirk;
+pub mod events;
