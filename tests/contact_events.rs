@@ -9,6 +9,7 @@ use metachron::integrate::events::{DenseStep, Switching};
 use metachron::model::contact::gap;
 use metachron::model::{ContactMode, Robot};
 use metachron::params::Params;
+use metachron::reference::{run_reference, ReferenceSettings};
 use metachron::simulate::{run_point, Backend, RunConfig};
 
 /// A free fall of leg 3's tip from X_t − d (quadratic in t, which the step's cubic
@@ -150,39 +151,49 @@ fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
-/// Convergence as the tolerance (and the hysteresis band δ = 0.01·atol with it)
-/// tightens: the walking metrics' differences shrink. Several minutes:
-/// `cargo test --release --test contact_events -- --ignored`.
+/// Convergence through the grazing episode (5.7–6.0 s) as the tolerance (and the
+/// hysteresis band δ = 0.01·atol with it) tightens: the state at 6.5 s. The 10-s metrics
+/// of this point are no good measure of it: it is sensitive at the 1e-3 level (the cpu
+/// engine's displacement moves by ~2e-3 between steps h, h/2, h/4, h/8, without trend).
+/// A few minutes: `cargo test --release --test contact_events -- --ignored`.
 #[test]
 #[ignore]
-fn the_grazing_point_converges_as_the_tolerance_tightens() {
-    let runs: Vec<_> = [1e-4, 1e-5, 1e-6]
+fn the_grazing_passage_converges_as_the_tolerance_tightens() {
+    let mut p = grazing_point().params;
+    p.t_final = 6.5;
+    let robot = Robot::new(&p);
+    let states: Vec<(Vec<f64>, usize)> = [1e-4, 1e-5, 1e-6]
         .iter()
         .map(|&rtol| {
-            let mut cfg = grazing_point();
-            cfg.solver.rtol = rtol;
-            cfg.solver.atol = rtol * 1e-3;
-            let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
-            assert!(
-                r.metrics.status.is_ok(),
-                "rtol {rtol}: {:?}",
-                r.metrics.status
-            );
-            r.metrics
+            let s = ReferenceSettings {
+                rtol,
+                atol: rtol * 1e-3,
+                ..ReferenceSettings::default()
+            };
+            let mut last = Vec::new();
+            let run = run_reference(
+                &robot,
+                &s,
+                &[0.0, p.t_final],
+                |x| last = x.q.clone(),
+                |_| {},
+            )
+            .unwrap();
+            assert!(run.status.is_ok(), "rtol {rtol}: {:?}", run.status);
+            (last, run.stats.contact_events)
         })
         .collect();
-    let metric = |m: &metachron::metrics::Metrics| {
-        [
-            m.displacement,
-            m.mean_speed,
-            m.mean_frequency,
-            m.lag_order,
-            m.kuramoto_r,
-        ]
+    let dist = |a: &[f64], b: &[f64]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f64::max)
     };
-    let (a, b, c) = (metric(&runs[0]), metric(&runs[1]), metric(&runs[2]));
-    let coarse: f64 = a.iter().zip(&c).map(|(x, y)| (x - y).abs()).sum();
-    let fine: f64 = b.iter().zip(&c).map(|(x, y)| (x - y).abs()).sum();
-    eprintln!("Σ|Δ| against rtol 1e-6: rtol 1e-4 {coarse:.3e}, rtol 1e-5 {fine:.3e}");
-    assert!(fine < coarse, "{fine} !< {coarse}");
+    let coarse = dist(&states[0].0, &states[2].0);
+    let fine = dist(&states[1].0, &states[2].0);
+    eprintln!(
+        "max |Δq| at 6.5 s against rtol 1e-6: rtol 1e-4 {coarse:.3e}, rtol 1e-5 {fine:.3e}; events {:?}",
+        states.iter().map(|s| s.1).collect::<Vec<_>>()
+    );
+    assert!(fine < 0.5 * coarse, "{fine} vs {coarse}");
 }
