@@ -10,6 +10,7 @@ use metachron::model::contact::gap;
 use metachron::model::{ContactMode, Robot};
 use metachron::params::Params;
 use metachron::reference::{run_reference, ReferenceSettings};
+use metachron::sample::SolverFailure;
 use metachron::simulate::{run_point, Backend, RunConfig};
 
 /// A free fall of leg 3's tip from X_t − d (quadratic in t, which the step's cubic
@@ -149,6 +150,20 @@ fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
     let c = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
     let bad = disagreements("grazing point", &c.metrics, &r.metrics);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Soft legs (K_M = 5) break down at t ≈ 4.36 s (MODEL.md: a stiff solver stalls after a
+/// few seconds); with contact events the run still stops there, and says why. About 40 s
+/// of one core.
+#[test]
+fn soft_legs_still_fail_and_say_why() {
+    let mut cfg = RunConfig::default();
+    cfg.params.k_m = 5.0;
+    cfg.params.t_final = 5.0;
+    let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
+    let s = r.metrics.status;
+    assert_eq!(s.failure(), Some(SolverFailure::Stalled), "{s:?}");
+    assert!(s.time() > 4.0 && s.time() < 4.7, "{s:?}");
 }
 
 /// Convergence through the grazing episode (5.7–6.0 s) as the tolerance (and the

@@ -404,7 +404,7 @@ pub fn integrate(
         };
         let event_step = pending.map(|(k, _)| k);
         match switching.first_crossing(robot, &sys.mode, &dense, event_step, &mut scratch) {
-            Some((k, s)) if s == 0.0 => {
+            Some((k, 0.0)) => {
                 // Already past its threshold at the start: switch here, retake the step.
                 pending = None;
                 switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);

@@ -63,12 +63,3 @@ pub fn gap(robot: &Robot, q: &[f64], k: usize) -> f64 {
         super::BodyGeometry::world(robot.body_of(q), off)[0] - robot.p.x_t
     }
 }
-
-/// Name of surface `k` for messages ("tip 3", "P1").
-pub fn surface_name(robot: &Robot, k: usize) -> String {
-    if k < robot.n_legs {
-        format!("tip {}", k + 1)
-    } else {
-        format!("P{}", k - robot.n_legs + 1)
-    }
-}
