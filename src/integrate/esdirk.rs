@@ -404,8 +404,8 @@ pub fn integrate(
         };
         let event_step = pending.map(|(k, _)| k);
         match switching.first_crossing(robot, &sys.mode, &dense, event_step, &mut scratch) {
-            Some((k, 0.0)) => {
-                // Already past its threshold at the start: switch here, retake the step.
+            Some((k, s)) if s * h_step <= 4.0 * f64::EPSILON * t.max(1.0) => {
+                // At (or within rounding of) the start: switch here, retake the step.
                 pending = None;
                 switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
                 jac_valid = false;
