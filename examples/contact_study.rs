@@ -61,12 +61,43 @@ enum Variant {
     Fraction,
 }
 
+#[derive(Default)]
 struct Knobs {
     project: bool,
     drift_only: bool,
     resolve: Option<f64>,
     iterations: usize,
     fraction: bool,
+}
+
+fn knobs(var: Variant) -> Knobs {
+    let none = Knobs::default();
+    match var {
+        Variant::ResolveVgv => Knobs {
+            resolve: Some(1.0),
+            iterations: 1,
+            ..none
+        },
+        Variant::ResolveVgvMean(it) => Knobs {
+            resolve: Some(0.5),
+            iterations: it,
+            ..none
+        },
+        Variant::Project => Knobs {
+            project: true,
+            ..none
+        },
+        Variant::ProjectDrift => Knobs {
+            project: true,
+            drift_only: true,
+            ..none
+        },
+        Variant::Fraction => Knobs {
+            fraction: true,
+            ..none
+        },
+        _ => none,
+    }
 }
 
 /// One leg's kick: dense solve of S v_new = r (S = P + Σ uuᵀ), as `dkd::kick_leg`.
@@ -360,96 +391,18 @@ fn main() {
                 Variant::Library | Variant::Theta(_) => {
                     step(&robot, &k, &mut q, &mut v);
                 }
-                Variant::Copy => step_copy(
-                    &robot,
-                    h,
-                    &mut q,
-                    &mut v,
-                    &Knobs {
-                        project: false,
-                        drift_only: false,
-                        resolve: None,
-                        iterations: 0,
-                        fraction: false,
-                    },
-                ),
-                Variant::ResolveVgv => step_copy(
-                    &robot,
-                    h,
-                    &mut q,
-                    &mut v,
-                    &Knobs {
-                        project: false,
-                        drift_only: false,
-                        resolve: Some(1.0),
-                        iterations: 1,
-                        fraction: false,
-                    },
-                ),
-                Variant::ResolveVgvMean(it) => step_copy(
-                    &robot,
-                    h,
-                    &mut q,
-                    &mut v,
-                    &Knobs {
-                        project: false,
-                        drift_only: false,
-                        resolve: Some(0.5),
-                        iterations: it,
-                        fraction: false,
-                    },
-                ),
-                Variant::ProjectDrift => step_copy(
-                    &robot,
-                    h,
-                    &mut q,
-                    &mut v,
-                    &Knobs {
-                        project: true,
-                        drift_only: true,
-                        resolve: None,
-                        iterations: 0,
-                        fraction: false,
-                    },
-                ),
-                Variant::Project => step_copy(
-                    &robot,
-                    h,
-                    &mut q,
-                    &mut v,
-                    &Knobs {
-                        project: true,
-                        drift_only: false,
-                        resolve: None,
-                        iterations: 0,
-                        fraction: false,
-                    },
-                ),
-                Variant::Fraction => step_copy(
-                    &robot,
-                    h,
-                    &mut q,
-                    &mut v,
-                    &Knobs {
-                        project: false,
-                        drift_only: false,
-                        resolve: None,
-                        iterations: 0,
-                        fraction: true,
-                    },
-                ),
+                Variant::Copy
+                | Variant::ResolveVgv
+                | Variant::ResolveVgvMean(_)
+                | Variant::Project
+                | Variant::ProjectDrift
+                | Variant::Fraction => step_copy(&robot, h, &mut q, &mut v, &knobs(var)),
                 Variant::Split(mm) => {
                     let switching = (0..robot.n_legs).any(|i| {
                         let (x, xd) = (q[i * l + tip_a], v[i * l + tip_a]);
                         (x >= p.x_t) != (x + h * xd >= p.x_t)
                     });
-                    let kn = Knobs {
-                        project: false,
-                        drift_only: false,
-                        resolve: None,
-                        iterations: 0,
-                        fraction: false,
-                    };
+                    let kn = Knobs::default();
                     if switching {
                         for _ in 0..mm {
                             step_copy(&robot, h / mm as f64, &mut q, &mut v, &kn);

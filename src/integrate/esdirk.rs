@@ -425,31 +425,13 @@ pub fn integrate(
         if !state_is_sane(&q_new) || !v_new.iter().all(|x| x.is_finite()) {
             break Status::Diverged { time: t_new };
         }
-        // Samples inside (t, t_new]: cubic Hermite in q (order 3, like the method).
+        // Samples inside (t, t_new] from the step's cubic Hermite interpolant.
         while next < sample_times.len() && sample_times[next] <= t_new {
             let ts = sample_times[next];
             let s = (ts - t) / h_step;
-            let (h00, h10, h01, h11) = (
-                (1.0 + 2.0 * s) * (1.0 - s) * (1.0 - s),
-                s * (1.0 - s) * (1.0 - s),
-                s * s * (3.0 - 2.0 * s),
-                s * s * (s - 1.0),
-            );
-            let qi: Vec<f64> = (0..nq)
-                .map(|k| {
-                    h00 * q[k] + h10 * h_step * v[k] + h01 * q_new[k] + h11 * h_step * v_new[k]
-                })
-                .collect();
-            // Velocities: the derivative of the same cubic.
-            let (d00, d10, d01, d11) = (
-                6.0 * s * (s - 1.0) / h_step,
-                (1.0 - s) * (1.0 - 3.0 * s),
-                6.0 * s * (1.0 - s) / h_step,
-                s * (3.0 * s - 2.0),
-            );
-            let vi: Vec<f64> = (0..nq)
-                .map(|k| d00 * q[k] + d10 * v[k] + d01 * q_new[k] + d11 * v_new[k])
-                .collect();
+            let (mut qi, mut vi) = (vec![0.0; nq], vec![0.0; nq]);
+            dense.q(s, &mut qi);
+            dense.v(s, &mut vi);
             let mut smp = Sample::from_state(robot, ts, &qi, work + s * (w_new - work));
             smp.v = vi;
             on_sample(&smp);
