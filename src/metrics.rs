@@ -1,4 +1,4 @@
-//! Coordination and locomotion metrics (MODEL.md, "Coordination"), accumulated
+//! Coordination and locomotion metrics (docs/model.md, "Metrics and classes"), accumulated
 //! online from output samples so that every backend (and the GPU kernel) can
 //! compute the same numbers without storing a trajectory.
 //!
@@ -13,7 +13,7 @@ use crate::error::SettingsError;
 use crate::params::Params;
 use crate::sample::{Sample, Status};
 
-/// Classification thresholds (MODEL.md defaults); written into output metadata.
+/// Classification thresholds (docs/model.md defaults); written into output metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {

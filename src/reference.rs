@@ -12,7 +12,7 @@ use std::rc::Rc;
 use crate::error::SolverError;
 pub use crate::integrate::settings::{Method, ReferenceSettings, SolverStats};
 use crate::model::Robot;
-use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, Status};
+use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, SolverFailure, Status};
 use diffsol::{NalgebraLU, NalgebraMat, OdeBuilder, OdeSolverMethod, OdeSolverStopReason, Vector};
 
 /// Evaluates dy/dt for the reference's first-order system.
@@ -157,7 +157,12 @@ pub fn run_reference(
                     break Status::Diverged { time: t };
                 }
                 match step {
-                    Err(_) => break Status::SolverFailed { time: t_before },
+                    Err(_) => {
+                        break Status::SolverFailed {
+                            time: t_before,
+                            reason: SolverFailure::SolverError,
+                        }
+                    }
                     Ok(reason) => {
                         while next < sample_times.len() && sample_times.at(next) <= t {
                             let ts = sample_times.at(next);
@@ -188,6 +193,7 @@ pub fn run_reference(
                 lu_factorizations: st.number_of_linear_solver_setups,
                 newton_iterations: st.number_of_nonlinear_solver_iterations,
                 newton_failures: st.number_of_nonlinear_solver_fails,
+                contact_events: 0,
                 fixed_step: 0.0,
             };
             ReferenceRun { status, stats }

@@ -77,15 +77,45 @@ pub enum Status {
     Diverged {
         time: f64,
     },
-    /// The solver gave up (step size too small, Newton failing, ...) at `time`.
+    /// The solver gave up at `time`, for `reason`.
     SolverFailed {
         time: f64,
+        reason: SolverFailure,
     },
     /// The point used up its step or wall-time budget (`max_steps`, `--point-timeout`)
     /// at simulated time `time`; its metrics are NaN.
     BudgetExceeded {
         time: f64,
     },
+}
+
+/// Which criterion made a solver give up (the text of a `solver_failed` status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolverFailure {
+    /// The step limit `max_steps` was reached.
+    StepLimit,
+    /// The step size fell below `min_step`.
+    MinStep,
+    /// The last `stall_steps` step attempts were all shorter than `stall_step`.
+    Stalled,
+    /// The Newton matrix could not be factorised.
+    SingularMatrix,
+    /// An external solver (diffsol) returned an error, or the run could not start.
+    SolverError,
+}
+
+impl std::fmt::Display for SolverFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SolverFailure::StepLimit => "step limit (max_steps) reached",
+            SolverFailure::MinStep => "step size fell below min_step",
+            SolverFailure::Stalled => {
+                "stalled: the last stall_steps step attempts were all shorter than stall_step"
+            }
+            SolverFailure::SingularMatrix => "Newton matrix is singular",
+            SolverFailure::SolverError => "the solver returned an error",
+        })
+    }
 }
 
 impl Status {
@@ -103,8 +133,16 @@ impl Status {
         match self {
             Status::Ok => f64::NAN,
             Status::Diverged { time }
-            | Status::SolverFailed { time }
+            | Status::SolverFailed { time, .. }
             | Status::BudgetExceeded { time } => *time,
+        }
+    }
+
+    /// The criterion that stopped a failed solver.
+    pub fn failure(&self) -> Option<SolverFailure> {
+        match self {
+            Status::SolverFailed { reason, .. } => Some(*reason),
+            _ => None,
         }
     }
 
@@ -119,8 +157,8 @@ impl Status {
             Status::Diverged { time } => {
                 format!("state left the finite range (|coordinate| >= {DIVERGENCE_BOUND:e}) at t = {time} s")
             }
-            Status::SolverFailed { time } => {
-                format!("reference solver gave up at t = {time} s (step below min_step or stalled)")
+            Status::SolverFailed { time, reason } => {
+                format!("reference solver gave up at t = {time} s: {reason}")
             }
             Status::BudgetExceeded { time } => {
                 format!("budget exceeded (max_steps or --point-timeout) at t = {time} s")

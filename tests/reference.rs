@@ -6,7 +6,7 @@ use metachron::metrics::Class;
 use metachron::model::Robot;
 use metachron::params::Params;
 use metachron::reference::{run_reference, Method, ReferenceSettings};
-use metachron::sample::{Deadline, Sample, SampleTimes};
+use metachron::sample::{Deadline, Sample, SampleTimes, SolverFailure};
 use metachron::simulate::{Backend, RunConfig};
 
 #[test]
@@ -100,6 +100,13 @@ fn a_point_the_model_cannot_follow_is_reported_with_its_time() {
     let m = &r.metrics;
     assert!(!m.status.is_ok(), "{:?}", m.status);
     assert!(m.status.time() > 0.0 && m.status.time() < 0.5);
+    // The status names the criterion that fired: the steps collapsed and stayed there.
+    assert_eq!(
+        m.status.failure(),
+        Some(SolverFailure::Stalled),
+        "{:?}",
+        m.status
+    );
     assert!(matches!(m.class, Class::Diverged | Class::Failed));
     // Nothing from the (never reached) window is reported as a number.
     assert!(m.lag_order.is_nan() && m.min_plv.is_nan());

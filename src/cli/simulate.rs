@@ -332,7 +332,11 @@ fn print_summary(plan: &Plan, r: &PointResult) {
             String::new()
         } else {
             format!(" at t = {:.4} s", m.status.time())
-        },
+        } + &m
+            .status
+            .failure()
+            .map(|f| format!(" ({f})"))
+            .unwrap_or_default(),
         m.class.label()
     );
     println!("  lag order R          {:.6}", m.lag_order);
@@ -361,9 +365,10 @@ fn print_summary(plan: &Plan, r: &PointResult) {
         );
     } else {
         println!(
-            "solver: {} steps ({} rejected), {} rhs, {} jacobians, {} LU, {} newton its | wall {:.2} s ({rate:.3} robot-s per s)",
+            "solver: {} steps ({} rejected), {} contact events, {} rhs, {} jacobians, {} LU, {} newton its | wall {:.2} s ({rate:.3} robot-s per s)",
             s.steps,
             s.rejected_steps,
+            s.contact_events,
             s.rhs_evals,
             s.jacobian_evals,
             s.lu_factorizations,

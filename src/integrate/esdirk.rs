@@ -11,9 +11,11 @@
 //! same solution (tested) at 5–10× the cost.
 
 use super::bordered_band::BorderedBand;
+use super::events::{DenseStep, Switching};
 use super::settings::{ReferenceSettings, SolverStats};
-use crate::model::Robot;
-use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, Status};
+use crate::model::contact::gap;
+use crate::model::{ContactMode, Robot};
+use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, SolverFailure, Status};
 
 const GAMMA: f64 = 0.435_866_521_508_459;
 const A: [[f64; 4]; 4] = [
@@ -44,17 +46,19 @@ const STAGES: usize = 4;
 const KAPPA: f64 = 0.05;
 const MAX_NEWTON: usize = 8;
 
-/// Accelerations and actuation power of the robot: the right-hand side.
+/// Accelerations and actuation power of the robot in the held contact mode: the
+/// right-hand side (smooth within a step; see `events`).
 struct System<'a> {
     robot: &'a Robot,
     nq: usize,
     evals: usize,
+    mode: ContactMode,
 }
 
 impl System<'_> {
     fn accel(&mut self, q: &[f64], v: &[f64], a: &mut [f64]) -> f64 {
         self.evals += 1;
-        self.robot.accelerations(q, v, a)
+        self.robot.accelerations_in(q, v, a, &self.mode)
     }
 
     /// ∂a/∂q and ∂a/∂v (dense row-major) by forward differences, columns grouped by
@@ -132,6 +136,7 @@ pub fn acceleration_jacobian(robot: &Robot, q: &[f64], v: &[f64]) -> (Vec<f64>, 
         robot,
         nq,
         evals: 0,
+        mode: ContactMode::of_state(robot, q),
     };
     let mut a0 = vec![0.0; nq];
     sys.accel(q, v, &mut a0);
@@ -166,14 +171,19 @@ pub fn integrate(
     let nq = robot.nq();
     let l = robot.leg_dofs;
     let (rtol, atol) = (settings.rtol, settings.atol);
+    let (mut q, mut v) = robot.initial_state();
     let mut sys = System {
         robot,
         nq,
         evals: 0,
+        mode: ContactMode::of_state(robot, &q),
     };
     let mut stats = SolverStats::default();
-
-    let (mut q, mut v) = robot.initial_state();
+    let switching = Switching::new(atol);
+    // A contact switch located inside the last step: (surface, its time). The step is
+    // retaken to end there, and the mode switches at its end.
+    let mut pending: Option<(usize, f64)> = None;
+    let mut scratch = vec![0.0; nq];
     let mut work = 0.0;
     let mut t = 0.0;
     let mut a_n = vec![0.0; nq];
@@ -207,6 +217,7 @@ pub fn integrate(
     let mut rejected_last = false;
     let mut stalled = 0usize;
     let mut err_prev = 1.0_f64;
+    let failed = |time: f64, reason: SolverFailure| Status::SolverFailed { time, reason };
     let status = loop {
         if stats.steps >= settings.max_steps || deadline.passed() {
             break Status::BudgetExceeded { time: t };
@@ -217,10 +228,15 @@ pub fn integrate(
             0
         };
         if stalled > settings.stall_steps {
-            break Status::SolverFailed { time: t };
+            break failed(t, SolverFailure::Stalled);
         }
-        let last = t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final;
-        let h_step = if last { t_final - t } else { h };
+        let (h_step, last) = match pending {
+            Some((_, t_event)) => (t_event - t, false),
+            None if t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final => {
+                (t_final - t, true)
+            }
+            None => (h, false),
+        };
         let hg = h_step * GAMMA;
         if !jac_valid {
             sys.jacobian(&q, &v, &a_n, &mut jq, &mut jv);
@@ -239,7 +255,7 @@ pub fn integrate(
                 }
             }
             if newton.factor().is_err() {
-                break Status::SolverFailed { time: t };
+                break failed(t, SolverFailure::SingularMatrix);
             }
             stats.lu_factorizations += 1;
             lu_hg = hg;
@@ -317,12 +333,15 @@ pub fn integrate(
         if newton_failed {
             stats.newton_failures += 1;
             if jac_fresh {
+                if pending.take().is_some() {
+                    h = h_step;
+                }
                 h *= 0.25;
             } else {
                 jac_valid = false;
             }
             if h < settings.min_step {
-                break Status::SolverFailed { time: t };
+                break failed(t, SolverFailure::MinStep);
             }
             continue;
         }
@@ -365,12 +384,39 @@ pub fn integrate(
 
         if !err_ok {
             stats.rejected_steps += 1;
+            if pending.take().is_some() {
+                h = h_step;
+            }
             h *= factor.min(0.9);
             rejected_last = true;
             if h < settings.min_step {
-                break Status::SolverFailed { time: t };
+                break failed(t, SolverFailure::MinStep);
             }
             continue;
+        }
+
+        // Contact events: a gap that crosses its threshold inside the step ends it there.
+        let dense = DenseStep {
+            q0: &q,
+            v0: &v,
+            q1: &q_new,
+            v1: &v_new,
+            h: h_step,
+        };
+        let event_step = pending.map(|(k, _)| k);
+        match switching.first_crossing(robot, &sys.mode, &dense, event_step, &mut scratch) {
+            Some((k, s)) if s * h_step <= 4.0 * f64::EPSILON * t.max(1.0) => {
+                // At (or within rounding of) the start: switch here, retake the step.
+                pending = None;
+                switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
+                jac_valid = false;
+                continue;
+            }
+            Some((k, s)) if s < 1.0 => {
+                pending = Some((k, t + s * h_step));
+                continue;
+            }
+            _ => {}
         }
 
         // Accept.
@@ -380,31 +426,13 @@ pub fn integrate(
         if !state_is_sane(&q_new) || !v_new.iter().all(|x| x.is_finite()) {
             break Status::Diverged { time: t_new };
         }
-        // Samples inside (t, t_new]: cubic Hermite in q (order 3, like the method).
+        // Samples inside (t, t_new] from the step's cubic Hermite interpolant.
         while next < sample_times.len() && sample_times.at(next) <= t_new {
             let ts = sample_times.at(next);
             let s = (ts - t) / h_step;
-            let (h00, h10, h01, h11) = (
-                (1.0 + 2.0 * s) * (1.0 - s) * (1.0 - s),
-                s * (1.0 - s) * (1.0 - s),
-                s * s * (3.0 - 2.0 * s),
-                s * s * (s - 1.0),
-            );
-            let qi: Vec<f64> = (0..nq)
-                .map(|k| {
-                    h00 * q[k] + h10 * h_step * v[k] + h01 * q_new[k] + h11 * h_step * v_new[k]
-                })
-                .collect();
-            // Velocities: the derivative of the same cubic.
-            let (d00, d10, d01, d11) = (
-                6.0 * s * (s - 1.0) / h_step,
-                (1.0 - s) * (1.0 - 3.0 * s),
-                6.0 * s * (1.0 - s) / h_step,
-                s * (3.0 * s - 2.0),
-            );
-            let vi: Vec<f64> = (0..nq)
-                .map(|k| d00 * q[k] + d10 * v[k] + d01 * q_new[k] + d11 * v_new[k])
-                .collect();
+            let (mut qi, mut vi) = (vec![0.0; nq], vec![0.0; nq]);
+            dense.q(s, &mut qi);
+            dense.v(s, &mut vi);
             let mut smp = Sample::from_state(robot, ts, &qi, work + s * (w_new - work));
             smp.v = vi;
             on_sample(&smp);
@@ -419,6 +447,17 @@ pub fn integrate(
         on_progress(t);
         if last {
             break Status::Ok;
+        }
+        if let Some((k, _)) = pending.take() {
+            // The step ends at the located switch: change the mode (unless the step fell
+            // short of the band's middle; the next step then locates the rest) and keep h,
+            // which the cut step did not test.
+            if switching.may_switch(&sys.mode, robot, k, gap(robot, &q, k)) {
+                switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
+                jac_valid = false;
+            }
+            rejected_last = false;
+            continue;
         }
         // Step-size choice; keep h (and the LU) when the change would be small.
         let mut ratio = factor;
@@ -438,4 +477,21 @@ pub fn integrate(
     };
     stats.rhs_evals = sys.evals;
     (status, stats)
+}
+
+/// Flip surface `k`'s contact mode at (q, v) and re-evaluate the derivative there (the
+/// first stage of the next step), counting the event.
+fn switch_mode(
+    sys: &mut System,
+    k: usize,
+    q: &[f64],
+    v: &[f64],
+    a_n: &mut [f64],
+    p_n: &mut f64,
+    stats: &mut SolverStats,
+) {
+    let on = sys.mode.get(sys.robot, k);
+    sys.mode.set(sys.robot, k, !on);
+    *p_n = sys.accel(q, v, a_n);
+    stats.contact_events += 1;
 }

@@ -4,6 +4,7 @@
 pub mod bordered_band;
 pub mod dkd;
 pub mod esdirk;
+pub mod events;
 pub mod lanes;
 pub mod schedule;
 pub mod settings;

@@ -92,6 +92,8 @@ pub struct SolverStats {
     pub lu_factorizations: usize,
     pub newton_iterations: usize,
     pub newton_failures: usize,
+    /// Contact switches located and stepped to (tips and body points; esdirk34 only).
+    pub contact_events: usize,
     /// Step of a fixed-step backend (s); 0 for the adaptive reference.
     pub fixed_step: f64,
 }

@@ -86,10 +86,17 @@ impl BodyGeometry {
 
     /// Terrain penalty (19) at P_1 and P_2 (both ends, docs/model.md's choice over the paper's (44)).
     pub fn contact(&self, body: &[f64], x_t: f64, epsilon: f64) -> BodyLoad {
+        let on = self.p_points.map(|off| Self::world(body, off)[0] >= x_t);
+        self.contact_in(body, x_t, epsilon, on)
+    }
+
+    /// The terrain penalty at the points that `on` switches on (a contact mode held by
+    /// an event-locating solver), whichever side of the terrain they are.
+    pub fn contact_in(&self, body: &[f64], x_t: f64, epsilon: f64, on: [bool; 2]) -> BodyLoad {
         let mut load = BodyLoad::default();
-        for off in self.p_points {
+        for (off, on) in self.p_points.into_iter().zip(on) {
             let w = Self::world(body, off);
-            if w[0] >= x_t {
+            if on {
                 let f = epsilon * (x_t - w[0]);
                 load.fx += f;
                 // (r_P - r_C) x (f, 0) = -(y_P - Y_b) f

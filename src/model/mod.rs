@@ -3,9 +3,11 @@
 //! the WGSL kernels are its fast twin.
 
 pub mod body;
+pub mod contact;
 pub mod hermite;
 pub mod robot;
 pub mod springs;
 
 pub use body::{BodyGeometry, BodyLoad};
+pub use contact::ContactMode;
 pub use robot::{Energy, LegIndex, Robot};

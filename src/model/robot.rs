@@ -5,6 +5,7 @@
 //! Velocities `v` use the same layout.
 
 use super::body::{BodyGeometry, BodyLoad};
+use super::contact::ContactMode;
 use super::hermite::{assemble, Assembled, Dense};
 use super::springs::{spring_energy, spring_pass, springs, Spring};
 use crate::params::{Params, MAX_LEGS, MAX_NODES};
@@ -78,6 +79,8 @@ pub struct LegInputs {
     /// Target rate ω_i and whether the servo acts.
     pub omega: f64,
     pub actuated: bool,
+    /// Whether the tip contact (17) acts (see [`ContactMode`]).
+    pub contact: bool,
 }
 
 /// Precomputed model for one parameter set.
@@ -266,9 +269,9 @@ impl Robot {
             f[ix.d(0)] += m0 * gd;
             power = (m0 * psi_dot).abs();
         }
-        // Tip contact (17), only while the tip is at or beyond the terrain.
+        // Tip contact (17), while the contact mode says so.
         let tip_x = q[ix.a(ix.tip())];
-        if tip_x >= p.x_t {
+        if inp.contact {
             f[ix.a(ix.tip())] += p.epsilon * (p.x_t - tip_x);
             f[ix.c(ix.tip())] -= p.nu * v[ix.c(ix.tip())];
         }
@@ -288,11 +291,18 @@ impl Robot {
         power
     }
 
-    /// Body accelerations from the spring load (springs already summed).
-    pub fn body_acceleration(&self, body_q: &[f64], body_v: &[f64], springs: BodyLoad) -> [f64; 3] {
+    /// Body accelerations from the spring load (springs already summed), with the
+    /// terrain penalty at the body points that `contact` switches on.
+    pub fn body_acceleration(
+        &self,
+        body_q: &[f64],
+        body_v: &[f64],
+        springs: BodyLoad,
+        contact: [bool; 2],
+    ) -> [f64; 3] {
         let p = &self.p;
         let mut load = springs;
-        load.add(self.body.contact(body_q, p.x_t, p.epsilon));
+        load.add(self.body.contact_in(body_q, p.x_t, p.epsilon, contact));
         let fx = p.body_mass * p.g - p.zeta * body_v[0] + load.fx;
         let fy = -p.zeta * body_v[1] + load.fy;
         let tq = -p.zeta * p.leg_length * p.leg_length * body_v[2] + load.torque;
@@ -301,6 +311,18 @@ impl Robot {
 
     /// Accelerations of all coordinates; returns the total actuation power Σ|M0_i ψ̇_i|.
     pub fn accelerations(&self, q: &[f64], v: &[f64], acc: &mut [f64]) -> f64 {
+        self.accelerations_in(q, v, acc, &ContactMode::of_state(self, q))
+    }
+
+    /// [`Robot::accelerations`] with the contact forces of `mode` (held by an
+    /// event-locating solver) instead of those the state's gaps select.
+    pub fn accelerations_in(
+        &self,
+        q: &[f64],
+        v: &[f64],
+        acc: &mut [f64],
+        mode: &ContactMode,
+    ) -> f64 {
         let mut base_force = [[0.0; 2]; MAX_LEGS];
         let body_load = self.spring_pass(q, &mut base_force[..self.n_legs]);
         let l = self.leg_dofs;
@@ -311,11 +333,12 @@ impl Robot {
                 base_force: force,
                 omega: self.p.leg_omega(i),
                 actuated: self.p.actuated[i],
+                contact: mode.tip[i],
             };
             power += self.leg_acceleration(&q[r.clone()], &v[r.clone()], inp, &mut acc[r]);
         }
         let o = self.n_legs * l;
-        let ab = self.body_acceleration(&q[o..o + 3], &v[o..o + 3], body_load);
+        let ab = self.body_acceleration(&q[o..o + 3], &v[o..o + 3], body_load, mode.body);
         acc[o..o + 3].copy_from_slice(&ab);
         power
     }

@@ -26,7 +26,7 @@ use arrow_schema::{DataType, SchemaRef};
 use crate::error::{OutputError, SolverError};
 use crate::metrics::{Metrics, MetricsAccumulator};
 use crate::output::parquet::{self, field, TableBuilder};
-use crate::sample::Status;
+use crate::sample::{SolverFailure, Status};
 use crate::simulate::{Backend, PointResult};
 use crate::sweep::{PlannedPoint, Shard, SweepSpec};
 
@@ -125,8 +125,10 @@ fn ser<T: serde::Serialize>(v: &T) -> String {
 /// Metrics of a point whose solver returned an error: NaN metrics, status `solver_failed`.
 fn failed_metrics(p: &PlannedPoint) -> Metrics {
     crate::simulate::blank_unless_ok(
-        MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics)
-            .finish(Status::SolverFailed { time: f64::NAN }),
+        MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics).finish(Status::SolverFailed {
+            time: f64::NAN,
+            reason: SolverFailure::SolverError,
+        }),
     )
 }
 
