@@ -230,6 +230,11 @@ fn digest_array(h: &mut Fnv, a: &dyn Array) -> Result<(), String> {
             let v = if null(h, i) { 0 } else { x.value(i).to_bits() };
             h.u64(v);
         }
+    } else if let Some(x) = any.downcast_ref::<BooleanArray>() {
+        for i in 0..x.len() {
+            let v = if null(h, i) { 0 } else { 1 + x.value(i) as u64 };
+            h.u64(v);
+        }
     } else if let Some(x) = any.downcast_ref::<StringArray>() {
         for i in 0..x.len() {
             if !null(h, i) {
