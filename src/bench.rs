@@ -20,6 +20,10 @@ pub struct BenchPlan {
     pub batches: Vec<usize>,
     /// Simulated seconds per robot.
     pub t_final: f64,
+    /// Simulated seconds of the reference's robot: its first tenths of a second (the
+    /// servos spinning up) are far stiffer than the rest, so a short horizon would
+    /// understate it.
+    pub reference_t_final: f64,
     /// CPU thread counts to try.
     pub threads: Vec<usize>,
     /// CPU instruction sets to try (the detected one by default).
@@ -117,11 +121,15 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
         simd: String::new(),
     };
     if plan.reference {
-        let cfgs = workload(1, t);
+        let tr = plan.reference_t_final;
+        let cfgs = workload(1, tr);
         let wall = timed(|| {
             run_batch(&cfgs, Backend::Reference);
         });
-        record(row("reference", "", "f64", 1, 1, wall), &mut rows);
+        let mut r = row("reference", "", "f64", 1, 1, wall);
+        r.t_final = tr;
+        r.robot_s_per_s = tr / wall;
+        record(r, &mut rows);
     }
     if plan.cpu {
         for &isa in &plan.isas {

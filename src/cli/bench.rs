@@ -33,6 +33,10 @@ pub struct BenchArgs {
     /// Simulated seconds per robot.
     #[arg(long, default_value_t = 0.5)]
     t_final: f64,
+    /// Simulated seconds of the reference's one robot (its start-up is stiffer than the
+    /// rest of a run, so it gets a longer horizon).
+    #[arg(long, default_value_t = 1.0)]
+    reference_t_final: f64,
     /// CPU thread counts (0 = all cores).
     #[arg(long, value_delimiter = ',', default_value = "1,0")]
     threads: Vec<usize>,
@@ -51,6 +55,13 @@ pub struct BenchArgs {
 fn plan(a: &BenchArgs) -> Result<BenchPlan> {
     if !(a.t_final.is_finite() && a.t_final > 0.0 && a.t_final <= 1e4) {
         bail!("--t-final must be in (0, 10000] s, got {}", a.t_final);
+    }
+    if !(a.reference_t_final.is_finite() && a.reference_t_final > 0.0 && a.reference_t_final <= 1e4)
+    {
+        bail!(
+            "--reference-t-final must be in (0, 10000] s, got {}",
+            a.reference_t_final
+        );
     }
     if let Some(&b) = a.batch.iter().find(|&&b| b == 0 || b > 1 << 22) {
         bail!("--batch sizes must be in [1, 4194304], got {b}");
@@ -82,6 +93,7 @@ fn plan(a: &BenchArgs) -> Result<BenchPlan> {
         gpu: a.engines.contains(&Engine::Gpu),
         batches: a.batch.clone(),
         t_final: a.t_final,
+        reference_t_final: a.reference_t_final,
         threads,
         isas,
         software_gpu_max_batch: a.software_gpu_max_batch,
