@@ -67,10 +67,23 @@ pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
 }
 
 /// What a part of `spec`'s dataset must be.
+/// How many point ids the sweep can have: its points, or for a refined sweep every point
+/// of the finest lattice (refined points take their ids from lattice coordinates).
+pub fn id_space(spec: &SweepSpec) -> u64 {
+    let combos = match &spec.refine {
+        Some(r) => crate::sweep::refine::Lattice::new(spec, r)
+            .sizes
+            .iter()
+            .product::<usize>(),
+        None => spec.combinations(),
+    };
+    (combos * spec.repeats) as u64
+}
+
 pub fn expected(spec: &SweepSpec) -> Result<Expected, SweepError> {
     Ok(Expected {
         sweep_hash: dataset::sweep_hash(spec),
-        points: spec.point_count() as u64,
+        points: id_space(spec),
         schema: dataset::part_schema()?,
     })
 }
