@@ -246,6 +246,14 @@ fn classify(line: &Line) -> Result<Action, String> {
             other => Err(format!("unknown cargo command {other:?}")),
         },
         "python3" | "python" => Ok(Action::Program(w.clone())),
+        "sbatch" => Ok(Action::Skip(
+            "needs a Slurm cluster: tests/slurm/run-array.sh submits the script to one in CI".into(),
+        )),
+        // `VAR=value program ...`: the program decides.
+        env if env.contains('=') && w.len() > 1 => classify(&Line {
+            words: w[1..].to_vec(),
+            ..line.clone()
+        }),
         other => Err(format!(
             "program `{other}` has no rule in tests/readme_examples.rs: add one (run it, or skip it with a reason)"
         )),
@@ -470,11 +478,24 @@ fn markdown_blocks_are_found_and_classified() {
     assert_eq!(expected_code(&items[0].0.comment), 2);
     assert_eq!(items[0].1, ["error: ..."]);
     let unknown = Line {
-        words: vec!["sbatch".into()],
+        words: vec!["qsub".into()],
         comment: String::new(),
         at: 1,
     };
     assert!(classify(&unknown).is_err());
+    // An environment assignment defers to the program after it.
+    let env = Line {
+        words: vec!["X=1".into(), "qsub".into()],
+        comment: String::new(),
+        at: 1,
+    };
+    assert!(classify(&env).is_err());
+    let env = Line {
+        words: vec!["X=1".into(), "sbatch".into()],
+        comment: String::new(),
+        at: 1,
+    };
+    assert!(matches!(classify(&env).unwrap(), Action::Skip(_)));
 }
 
 #[test]
