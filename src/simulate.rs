@@ -204,6 +204,8 @@ pub fn blank_unless_ok(mut m: Metrics) -> Metrics {
     if m.status.is_ok() {
         return m;
     }
+    // The horizon actually run is where it stopped.
+    m.t_run = m.status.time();
     let nan = f64::NAN;
     for x in [
         &mut m.lag_order,

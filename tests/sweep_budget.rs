@@ -7,6 +7,7 @@ use std::process::Command;
 
 use metachron::batch::{run_batch, run_degrading, run_point};
 use metachron::error::SolverError;
+use metachron::metrics::METRIC_COLUMNS;
 use metachron::sample::Status;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 use metachron::sweep::dataset::{self, Column};
@@ -27,9 +28,15 @@ fn small(t_final: f64) -> RunConfig {
     c
 }
 
+/// Every metric NaN; `t_run` (the horizon run, not a metric) is where the run stopped.
 fn all_nan(r: &PointResult) -> bool {
     let m = &r.metrics;
-    m.scalars().iter().all(|x| x.is_nan())
+    METRIC_COLUMNS
+        .iter()
+        .zip(m.scalars())
+        .filter(|((name, _), _)| *name != "t_run")
+        .all(|(_, x)| x.is_nan())
+        && m.t_run == m.status.time()
         && m.pair_plv
             .iter()
             .chain(&m.leg_frequency)
