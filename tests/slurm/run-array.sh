@@ -104,14 +104,13 @@ done
 [ "$state" = idle ] || { tail -20 "$WORK/log/slurmctld.log" "$WORK/log/slurmd.log"; fail "node not idle (state '$state')"; }
 say "cluster up: node $HOST, $(sinfo -h -o '%c CPUs, partition %P')"
 
-# --- the sweep: 36 points, 3 shards of 12, one point per part (~0.1 s each).
+# --- the sweep: 36 points, 3 shards of 12, one point per part (~0.2 s each on one
+# core: long enough for the cancel to land while the task still runs).
 SWEEP="$WORK/array.toml"
 cat >"$SWEEP" <<'EOF'
 name = "slurm-array-ci"
 [base]
-n_legs = 3
-n_nodes = 3
-t_final = 1.0
+t_final = 20.0
 [[axes]]
 param = "alpha"
 logspace = { start = 50.0, stop = 5000.0, num = 6 }
