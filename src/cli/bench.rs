@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use metachron::bench::{self, BenchPlan, BenchRow, Machine};
 use metachron::integrate::lanes::Isa;
 use metachron::output::bench::write_bench;
+use metachron::output::parquet::PendingFile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Engine {
@@ -102,9 +103,8 @@ fn plan(a: &BenchArgs) -> Result<BenchPlan> {
 
 pub fn run(a: BenchArgs) -> Result<ExitCode> {
     let plan = plan(&a)?;
-    if let Some(out) = &a.out {
-        check_writable(out)?;
-    }
+    // Created (and so checked) before any measurement.
+    let pending = a.out.as_deref().map(PendingFile::create).transpose()?;
     let machine = Machine::this();
     eprintln!(
         "machine: {} ({} cores), cpu engine {}; {} s simulated per robot",
@@ -125,9 +125,10 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         eprintln!("skipped {}: {}", s.what, s.why);
     }
     print_table(&rows);
-    if let Some(out) = &a.out {
+    if let Some(out) = pending {
+        let path = out.target().to_path_buf();
         write_bench(out, &rows, &machine)?;
-        eprintln!("wrote {}", out.display());
+        eprintln!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -160,28 +161,4 @@ fn print_table(rows: &[BenchRow]) {
             ratio
         );
     }
-}
-
-/// Fail before measuring when `--out` cannot be written.
-fn check_writable(out: &std::path::Path) -> Result<()> {
-    if out.is_dir() {
-        bail!(
-            "--out {}: is a directory, expected a file name",
-            out.display()
-        );
-    }
-    let dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) => d.to_path_buf(),
-        None => PathBuf::from("."),
-    };
-    let probe = dir.join(format!(".metachron-bench-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(|e| {
-        anyhow::anyhow!(
-            "--out {}: cannot write in {}: {e}",
-            out.display(),
-            dir.display()
-        )
-    })?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
 }

@@ -1,13 +1,17 @@
 //! The `metachron bench` table as Parquet: one row per measurement, the machine in
 //! the file metadata.
 
-use std::path::Path;
-
 use crate::bench::{BenchRow, Machine};
 use crate::error::OutputError;
-use crate::output::parquet::{write_atomic, TableBuilder};
+use crate::output::parquet::{write_pending, PendingFile, TableBuilder};
 
-pub fn write_bench(path: &Path, rows: &[BenchRow], machine: &Machine) -> Result<(), OutputError> {
+/// Write the rows into `out`, created before the measurements (so an unwritable path
+/// fails before minutes of work).
+pub fn write_bench(
+    out: PendingFile,
+    rows: &[BenchRow],
+    machine: &Machine,
+) -> Result<(), OutputError> {
     let mut t = TableBuilder::default();
     let col = |f: fn(&BenchRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
     t.string("engine", col(|r| r.engine.clone()));
@@ -38,5 +42,5 @@ pub fn write_bench(path: &Path, rows: &[BenchRow], machine: &Machine) -> Result<
         ("metachron.bench.unix_time", unix.to_string()),
     ]
     .map(|(k, v)| (k.to_string(), v));
-    write_atomic(path, &t.finish()?, &meta)
+    write_pending(out, &t.finish()?, &meta)
 }

@@ -193,12 +193,22 @@ pub fn write_atomic(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| io_err(path, e))?;
     }
-    let mut pending = PendingFile::create(path)?;
+    write_pending(PendingFile::create(path)?, batch, metadata)
+}
+
+/// Write one batch into a file created (and so checked) earlier, then rename it onto
+/// its target.
+pub fn write_pending(
+    mut pending: PendingFile,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> Result<(), OutputError> {
+    let path = pending.target().to_path_buf();
     let file = pending.take_file()?;
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(writer_props(metadata)))
-        .map_err(|e| pq_err(path, e))?;
-    w.write(batch).map_err(|e| pq_err(path, e))?;
-    w.close().map_err(|e| pq_err(path, e))?;
+        .map_err(|e| pq_err(&path, e))?;
+    w.write(batch).map_err(|e| pq_err(&path, e))?;
+    w.close().map_err(|e| pq_err(&path, e))?;
     pending.commit()
 }
 
