@@ -8,6 +8,7 @@ struct InstanceInts {
     steps_last: u32,
     n_samples: u32,
     window_first: u32,
+    window_mid: u32,
 }
 
 struct Control {

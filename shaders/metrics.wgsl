@@ -25,6 +25,16 @@ if k >= window_first {
     if k == window_first {
         t_window_y = y_body;
         t_phi_start = t_phi;
+        // The window's sums start here (a continued run's window restarts them).
+        t_pair_re = 0.0;
+        t_pair_im = 0.0;
+        t_kuramoto_sum = 0.0;
+        t_contact_count = 0.0;
+    }
+    if k == ints[ri].window_mid {
+        t_mid_phi = t_phi;
+        t_mid_pair_re = t_pair_re;
+        t_mid_pair_im = t_pair_im;
     }
     // e^{iΔ_i} = e^{iφ_i} · conj(e^{iφ_{i+1}}).
     if leg + 1u < N_LEGS {

@@ -13,7 +13,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use crate::error::SolverError;
-use crate::integrate::lanes::{run_block, Isa, LaneEnd, LaneJob};
+use crate::integrate::continuation::continue_run;
+use crate::integrate::lanes::{run_block_into, Isa, LaneEnd, LaneJob, LaneSink};
 use crate::integrate::schedule::SampleSchedule;
 use crate::integrate::settings::SolverStats;
 use crate::metrics::MetricsAccumulator;
@@ -89,6 +90,22 @@ fn plan_blocks(prepared: &[Prepared], width: usize) -> Vec<Vec<usize>> {
     blocks
 }
 
+/// Each lane's samples folded into its own accumulator; a lane that ends ok but not
+/// settled continues (`--until-settled`) within its block, from its state.
+struct Accumulators<'a> {
+    lanes: &'a [&'a Prepared<'a>],
+    accs: Vec<MetricsAccumulator>,
+}
+
+impl LaneSink for Accumulators<'_> {
+    fn sample(&mut self, lane: usize, s: &crate::sample::Sample) {
+        self.accs[lane].push(s);
+    }
+    fn extend(&mut self, lane: usize, ended: &SampleSchedule) -> Option<SampleSchedule> {
+        continue_run(&mut self.accs[lane], self.lanes[lane].cfg, ended)
+    }
+}
+
 fn run_one_block(isa: Isa, lanes: &[&Prepared]) -> Vec<PointResult> {
     let start = Instant::now();
     let jobs: Vec<LaneJob> = lanes
@@ -102,18 +119,21 @@ fn run_one_block(isa: Isa, lanes: &[&Prepared]) -> Vec<PointResult> {
             deadline: Deadline::after(p.cfg.point_timeout),
         })
         .collect();
-    let mut accs: Vec<MetricsAccumulator> = lanes
-        .iter()
-        .map(|p| MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics))
-        .collect();
-    let mut on_sample = |j: usize, s: &crate::sample::Sample| accs[j].push(s);
+    let mut sink = Accumulators {
+        lanes,
+        accs: lanes
+            .iter()
+            .map(|p| MetricsAccumulator::new(&p.cfg.params, &p.cfg.metrics))
+            .collect(),
+    };
     let ends: Vec<LaneEnd> = match (lanes.len(), isa.lanes()) {
         // A lone instance runs the one-lane kernel rather than a padded block.
-        (1, _) => run_block::<1>(isa.one_lane(), &jobs, &mut on_sample, &mut |_| {}),
-        (_, 8) => run_block::<8>(isa, &jobs, &mut on_sample, &mut |_| {}),
-        (_, 4) => run_block::<4>(isa, &jobs, &mut on_sample, &mut |_| {}),
-        _ => run_block::<2>(isa, &jobs, &mut on_sample, &mut |_| {}),
+        (1, _) => run_block_into::<1>(isa.one_lane(), &jobs, &mut sink),
+        (_, 8) => run_block_into::<8>(isa, &jobs, &mut sink),
+        (_, 4) => run_block_into::<4>(isa, &jobs, &mut sink),
+        _ => run_block_into::<2>(isa, &jobs, &mut sink),
     };
+    let accs = sink.accs;
     // The block's wall time shared among its instances.
     let wall = start.elapsed().as_secs_f64() / lanes.len() as f64;
     lanes

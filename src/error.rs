@@ -60,6 +60,9 @@ pub enum SolverError {
     /// A GPU failure, kept typed (downcast the source to `gpu::GpuError`).
     #[error("GPU backend: {0}")]
     Gpu(#[source] std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>),
+    /// A run setting the engine does not offer (refused before the run starts).
+    #[error("{what} is not supported on backend {backend}")]
+    Unsupported { what: String, backend: String },
 }
 
 impl SolverError {

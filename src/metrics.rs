@@ -90,8 +90,14 @@ impl MetricsSettings {
     /// First sample inside the evaluation window (`sample_count + 1` when none is).
     /// Computed, not searched: a run may have 1e10 samples.
     pub fn window_first_sample(&self, t_final: f64) -> usize {
-        let n = self.sample_count(t_final);
-        let (start, at) = (self.window_start(t_final), |k| self.sample_time(k, t_final));
+        self.first_sample_from(self.window_start(t_final), t_final)
+    }
+
+    /// First sample of a run of `t_run` at or after `start` by the accumulator's test
+    /// ([`in_window`]); `sample_count + 1` when none is.
+    pub fn first_sample_from(&self, start: f64, t_run: f64) -> usize {
+        let n = self.sample_count(t_run);
+        let at = |k| self.sample_time(k, t_run);
         let guess = ((start - 1e-9) / self.dt_out).ceil().max(0.0) as usize;
         // Settle the rounding of the guess against the same test the accumulator uses.
         let mut k = guess.saturating_sub(1).min(n + 1);
@@ -278,6 +284,24 @@ pub struct Tally {
     pub pair_sum: Vec<[f64; 2]>,
     pub kuramoto_sum: f64,
     pub contact_count: Vec<usize>,
+    /// The horizon of these sums (s): t_final, or a continued horizon whose window
+    /// keeps its length and ends there.
+    pub t_run: f64,
+    /// φ and the pair sums at the first sample of the window's second half (`None`
+    /// when the run did not reach it): what the `settled` check needs.
+    pub mid: Option<TallyMid>,
+}
+
+/// A backend's snapshot of the window sums at the first sample of its second half
+/// (taken before that sample is added).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TallyMid {
+    /// Time of that sample (s).
+    pub t: f64,
+    /// Window samples before it.
+    pub count: usize,
+    pub phi: Vec<f64>,
+    pub pair_sum: Vec<[f64; 2]>,
 }
 
 /// The window's running sums at its midpoint (taken before the first sample of the
@@ -416,6 +440,16 @@ impl MetricsAccumulator {
         }
     }
 
+    /// The horizon the sums are evaluated at (s).
+    pub fn t_run(&self) -> f64 {
+        self.t_run
+    }
+
+    /// Length of the evaluation window (s), kept by [`MetricsAccumulator::continue_to`].
+    pub fn window_len(&self) -> f64 {
+        self.window_len
+    }
+
     /// Continue the run to the horizon `t_run` (s) from where the samples stopped: the
     /// whole-run sums (displacement, work, φ, inextensibility) carry on, the window
     /// moves to `[t_run − window length, t_run]` and its sums restart. The new window
@@ -447,10 +481,20 @@ impl MetricsAccumulator {
     }
 
     /// Rebuild an accumulator from running sums kept elsewhere (the GPU's resident
-    /// state), so that one [`MetricsAccumulator::finish`] serves every backend. A tally
-    /// carries no midpoint snapshot, so its runs report `settled` as unknown.
+    /// state), so that one [`MetricsAccumulator::finish`] serves every backend. Its
+    /// window is the one of the tally's horizon; without a midpoint snapshot the run
+    /// reports `settled` as unknown.
     pub fn from_tally(p: &Params, s: &MetricsSettings, tally: Tally) -> Self {
         let mut acc = MetricsAccumulator::new(p, s);
+        acc.t_run = tally.t_run;
+        acc.window_start = tally.t_run - acc.window_len;
+        acc.halves_known = tally.mid.is_some();
+        acc.mid = tally.mid.map(|m| MidSnapshot {
+            at: (m.t, f64::NAN),
+            phi: m.phi,
+            count: m.count,
+            pair_sum: m.pair_sum,
+        });
         acc.first_y = tally.first_y;
         acc.last = tally.last;
         acc.max_inext = tally.max_inext;
@@ -461,7 +505,6 @@ impl MetricsAccumulator {
         acc.pair_sum = tally.pair_sum;
         acc.kuramoto_sum = tally.kuramoto_sum;
         acc.contact_count = tally.contact_count;
-        acc.halves_known = false;
         acc
     }
 

@@ -50,6 +50,11 @@ pub struct RunConfig {
     /// ends as `budget_exceeded` and the rest of its chunk goes on.
     #[serde(skip)]
     pub point_timeout: Option<f64>,
+    /// `--until-settled MAX_T` (`until_settled` in a sweep file): continue a run that is
+    /// not settled at t_final from its kept state, in steps of t_final up to this
+    /// horizon (s); see `integrate::continuation`. The cpu and gpu engines honour it.
+    #[serde(skip)]
+    pub until_settled: Option<f64>,
 }
 
 /// A configuration that cannot be used.
@@ -134,6 +139,7 @@ impl RunConfig {
             metrics,
             fixed_step,
             point_timeout: None,
+            until_settled: None,
         })
     }
 
@@ -159,6 +165,14 @@ impl RunConfig {
                     allowed: "a finite number of seconds > 0".into(),
                 }));
             }
+        }
+        if let Some(max_t) = self.until_settled {
+            crate::integrate::continuation::validate(
+                max_t,
+                self.params.t_final,
+                self.metrics.dt_out,
+            )
+            .map_err(set)?;
         }
         Ok(())
     }
@@ -229,6 +243,53 @@ pub fn blank_unless_ok(mut m: Metrics) -> Metrics {
     m
 }
 
+/// One serial run's accumulator and the caller's callbacks; the cpu engine's run
+/// continues from its state while `--until-settled` asks for it.
+struct SerialSink<'a> {
+    cfg: &'a RunConfig,
+    acc: MetricsAccumulator,
+    /// A non-finite sample seen by the accumulator (the engine may not flag it).
+    status_override: Option<Status>,
+    on_sample: &'a mut dyn FnMut(&Sample),
+    on_progress: &'a mut dyn FnMut(f64),
+}
+
+impl SerialSink<'_> {
+    fn fold(
+        acc: &mut MetricsAccumulator,
+        status_override: &mut Option<Status>,
+        on_sample: &mut dyn FnMut(&Sample),
+        s: &Sample,
+    ) {
+        if !s.is_finite() && status_override.is_none() {
+            *status_override = Some(Status::Diverged { time: s.t });
+        }
+        acc.push(s);
+        on_sample(s);
+    }
+}
+
+impl crate::integrate::lanes::LaneSink for SerialSink<'_> {
+    fn sample(&mut self, _lane: usize, s: &Sample) {
+        Self::fold(
+            &mut self.acc,
+            &mut self.status_override,
+            &mut *self.on_sample,
+            s,
+        );
+    }
+    fn extend(
+        &mut self,
+        _lane: usize,
+        ended: &crate::integrate::schedule::SampleSchedule,
+    ) -> Option<crate::integrate::schedule::SampleSchedule> {
+        crate::integrate::continuation::continue_run(&mut self.acc, self.cfg, ended)
+    }
+    fn progress(&mut self, t: f64) {
+        (self.on_progress)(t)
+    }
+}
+
 /// Integrate one point on `engine`, streaming every output sample to `on_sample`
 /// (nothing is kept: memory does not grow with t_final) and the simulated time
 /// reached to `on_progress`. The point's wall-time budget starts now.
@@ -241,36 +302,41 @@ pub fn run_serial(
     let start = std::time::Instant::now();
     let deadline = Deadline::after(cfg.point_timeout);
     let robot = Robot::new(&cfg.params);
-    let mut acc = MetricsAccumulator::new(&cfg.params, &cfg.metrics);
-    let mut status_override = None;
-    let mut each_sample = |s: &Sample| {
-        if !s.is_finite() && status_override.is_none() {
-            status_override = Some(Status::Diverged { time: s.t });
-        }
-        acc.push(s);
-        on_sample(s);
+    let mut sink = SerialSink {
+        cfg,
+        acc: MetricsAccumulator::new(&cfg.params, &cfg.metrics),
+        status_override: None,
+        on_sample,
+        on_progress,
     };
     let (run_status, stats) = match engine {
         SerialEngine::Reference => {
+            if let Some(max_t) = cfg.until_settled {
+                return Err(SolverError::Unsupported {
+                    what: format!("--until-settled {max_t} (continuing a run from its kept state)"),
+                    backend: Backend::Reference.label().into(),
+                });
+            }
+            let SerialSink {
+                acc,
+                status_override,
+                on_sample,
+                on_progress,
+                ..
+            } = &mut sink;
             let run = run_reference(
                 &robot,
                 &cfg.solver,
                 &cfg.sample_times(),
                 deadline,
-                &mut each_sample,
-                &mut *on_progress,
+                &mut |s: &Sample| SerialSink::fold(acc, status_override, &mut **on_sample, s),
+                &mut **on_progress,
             )?;
             (run.status, run.stats)
         }
         SerialEngine::Cpu => {
-            let (status, st) = dkd::integrate(
-                &robot,
-                &cfg.fixed_step,
-                &cfg.metrics,
-                deadline,
-                &mut each_sample,
-                on_progress,
-            );
+            let (status, st) =
+                dkd::integrate(&robot, &cfg.fixed_step, &cfg.metrics, deadline, &mut sink);
             let stats = SolverStats {
                 steps: st.steps,
                 fixed_step: st.h,
@@ -279,6 +345,7 @@ pub fn run_serial(
             (status, stats)
         }
     };
+    let (acc, status_override) = (sink.acc, sink.status_override);
     let status = status_override.unwrap_or(run_status);
     Ok(PointResult {
         metrics: blank_unless_ok(acc.finish(status)),

@@ -1,7 +1,7 @@
 //! Atlas sweeps end to end: the `still` class on the engine, refinement on the finest
 //! lattice (ids and rows equal to a dense run's, interrupted or killed and resumed,
 //! sharded), adaptive repeats stopping at the requested width, summaries with Wilson
-//! intervals, and `--until-settled` refused rather than silently rerun.
+//! intervals, and `--until-settled` refused where it cannot continue a run.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -403,7 +403,7 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
 }
 
 #[test]
-fn until_settled_is_refused_not_silently_rerun() {
+fn until_settled_is_refused_where_it_cannot_continue() {
     let bin = env!("CARGO_BIN_EXE_metachron");
     let dir = scratch("until-settled");
     let file = dir.join("u.toml");
@@ -413,7 +413,12 @@ fn until_settled_is_refused_not_silently_rerun() {
     )
     .unwrap();
     let out = dir.join("out");
-    for (backend, max_t) in [("cpu", "2.0"), ("reference", "2.0"), ("cpu", "0.25")] {
+    // The reference cannot continue a run; a horizon below 2 t_final allows no step.
+    for (backend, max_t, why) in [
+        ("reference", "2.0", "backend reference"),
+        ("cpu", "0.25", ">= 2 t_final"),
+        ("cpu", "0.75", ">= 2 t_final"),
+    ] {
         let st = Command::new(bin)
             .args([
                 "sweep",
@@ -426,7 +431,7 @@ fn until_settled_is_refused_not_silently_rerun() {
             .unwrap();
         assert_eq!(st.status.code(), Some(2));
         let err = String::from_utf8_lossy(&st.stderr);
-        assert!(err.contains("until_settled"), "{err}");
+        assert!(err.contains("until_settled") && err.contains(why), "{err}");
         assert!(!out.exists(), "nothing may run");
     }
 }

@@ -57,6 +57,10 @@ pub struct SimulateArgs {
     /// Wall-time budget in seconds: past it the run stops with status budget_exceeded.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     point_timeout: Option<f64>,
+    /// Continue the run while it is not settled, in steps of t_final up to MAX_T
+    /// seconds (cpu and gpu backends; see docs/atlas.md).
+    #[arg(long, value_name = "MAX_T", allow_negative_numbers = true)]
+    until_settled: Option<f64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -101,7 +105,13 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
         cfg.metrics.window_start = a.window_start;
     }
     cfg.point_timeout = a.point_timeout;
+    cfg.until_settled = a.until_settled;
     cfg.validate()?;
+    anyhow::ensure!(
+        a.until_settled.is_none() || a.backend != Backend::Reference,
+        "--until-settled: not supported on backend reference (the adaptive solver cannot \
+         continue a run from its kept state); use --backend cpu or gpu"
+    );
     if a.backend == Backend::Gpu {
         anyhow::ensure!(
             a.out.is_none() && a.snapshots.is_none(),
@@ -186,7 +196,8 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
 pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     let plan = plan(args)?;
     let cfg = &plan.cfg;
-    let t_final = cfg.params.t_final;
+    // The bar spans the longest horizon the run may reach.
+    let t_final = cfg.until_settled.unwrap_or(cfg.params.t_final);
     let bar = if plan.quiet {
         ProgressBar::hidden()
     } else {
@@ -339,6 +350,15 @@ fn print_summary(plan: &Plan, r: &PointResult) {
             .unwrap_or_default(),
         m.class.label()
     );
+    println!(
+        "  horizon t_run        {} s | settled {}",
+        m.t_run,
+        match m.settled {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "unknown",
+        }
+    );
     println!("  lag order R          {:.6}", m.lag_order);
     println!("  mean lag             {:.3} deg", deg(m.mean_lag));
     println!("  min PLV              {:.6}", m.min_plv);
@@ -353,7 +373,7 @@ fn print_summary(plan: &Plan, r: &PointResult) {
     println!("  max inextensibility  {:.3e}", m.max_inextensibility);
     // Simulated time actually covered (a run that stopped early did not reach t_final).
     let reached = if m.status.is_ok() {
-        plan.cfg.params.t_final
+        m.t_run
     } else {
         m.status.time()
     };

@@ -141,6 +141,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             );
         }
     }
+    run::apply_until_settled(&mut spec, a.until_settled, a.backend)?;
     let shard = match &a.shard {
         Some(s) => Shard::parse(s)?,
         None => Shard::from_slurm(|k| std::env::var(k).ok())?.unwrap_or_default(),
@@ -167,7 +168,6 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         shard,
         stop_after_chunks: None,
     };
-    run::check_until_settled(&spec, a.until_settled, a.backend)?;
     if spec.refine.is_some() || spec.adaptive.is_some() {
         if a.validate.is_some() {
             bail!("--validate: not supported with [refine] or adaptive repeats yet");

@@ -1,7 +1,10 @@
 //! Running a batch on the device: per-instance constants and initial state are
 //! uploaded once, the `advance` stage is dispatched over successive ranges of output
 //! samples with the state resident, and only the final state and status words are
-//! read back and turned into the same [`PointResult`] every backend reports.
+//! read back and turned into the same [`PointResult`] every backend reports. With
+//! `--until-settled` the running sums are read back at the end of each segment, and
+//! the unsettled instances get a longer schedule and further dispatches from their
+//! resident state (the others are past their last step and idle).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,9 +22,10 @@ use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
 use super::{GpuError, Precision};
 use crate::error::SolverError;
+use crate::integrate::continuation::next_horizon;
 use crate::integrate::dkd::KickConstants;
 use crate::integrate::schedule::SampleSchedule;
-use crate::metrics::{MetricsAccumulator, Tally};
+use crate::metrics::{MetricsAccumulator, Tally, TallyMid};
 use crate::model::Robot;
 use crate::reference::SolverStats;
 use crate::sample::Status;
@@ -37,9 +41,34 @@ struct InstancePlan {
     /// WGSL `Instance` and `LegParams` words (src/gpu/instance.rs).
     params: Vec<f64>,
     legs: Vec<f64>,
-    ints: InstanceInts,
+    matrix_set: u32,
+    /// The schedule of the current segment (the whole run so far).
+    sched: SampleSchedule,
     h: f64,
     q0: Vec<f64>,
+}
+
+impl InstancePlan {
+    fn ints(&self) -> InstanceInts {
+        let s = &self.sched;
+        InstanceInts {
+            matrix_set: self.matrix_set,
+            steps_per_sample: s.steps_per_sample as u32,
+            steps_last: s.steps_last as u32,
+            n_samples: s.n_samples as u32,
+            window_first: s.window_first as u32,
+            window_mid: s.window_mid as u32,
+        }
+    }
+}
+
+/// What one batch's dispatches bind.
+struct Dispatch<'a> {
+    pipeline: &'a wgpu::ComputePipeline,
+    bind: &'a wgpu::BindGroup,
+    ctl: &'a wgpu::Buffer,
+    batch: u32,
+    groups: u32,
 }
 
 /// A compiled pipeline per (legs, nodes, precision).
@@ -62,13 +91,8 @@ fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> Ins
     InstancePlan {
         params: instance_values(&ctx),
         legs: leg_values(&ctx),
-        ints: InstanceInts {
-            matrix_set,
-            steps_per_sample: sched.steps_per_sample as u32,
-            steps_last: sched.steps_last as u32,
-            n_samples: sched.n_samples as u32,
-            window_first: sched.window_first as u32,
-        },
+        matrix_set,
+        sched,
         h,
         q0,
     }
@@ -285,7 +309,7 @@ impl<'a> GpuEngine<'a> {
         for (i, pl) in plans.iter().enumerate() {
             params.extend_from_slice(&pl.params);
             legs.extend_from_slice(&pl.legs);
-            ints.push(pl.ints);
+            ints.push(pl.ints());
             for (k, &x) in pl.q0.iter().enumerate() {
                 state[(lay.q() + k) * b + i] = x;
             }
@@ -306,7 +330,7 @@ impl<'a> GpuEngine<'a> {
         let ints_buf = storage(
             "ints",
             bytemuck::cast_slice(&ints),
-            wgpu::BufferUsages::empty(),
+            wgpu::BufferUsages::COPY_DST,
         );
         let legs_buf = storage(
             "legs",
@@ -345,54 +369,78 @@ impl<'a> GpuEngine<'a> {
                 entry(6, &status_buf),
             ],
         });
-        let last_step = ints
-            .iter()
-            .map(|x| (x.n_samples - 1) * x.steps_per_sample + x.steps_last)
-            .max()
-            .unwrap_or(0);
-        let chunk = self.steps_per_dispatch();
         let groups = (b as u32).div_ceil(robots_per_workgroup(n_legs) as u32);
-        let mut begin = 0u32;
-        let mut dispatches = 0u64;
-        while begin <= last_step {
-            let end = begin.saturating_add(chunk).min(last_step + 1);
-            let ctl = Control {
-                batch: b as u32,
-                step_begin: begin,
-                step_end: end,
-                _pad: 0,
-            };
+        let total_steps = |plans: &[InstancePlan]| {
+            plans
+                .iter()
+                .map(|p| p.sched.total_steps() as u32)
+                .max()
+                .unwrap_or(0)
+        };
+        let run = Dispatch {
+            pipeline: &pipeline,
+            bind: &bind,
+            ctl: &ctl_buf,
+            batch: b as u32,
+            groups,
+        };
+        let mut last_step = total_steps(&plans);
+        self.dispatch_steps(&run, 0, last_step)?;
+        // SoA: slots [from, SLOTS) of every instance are one contiguous range.
+        let word = self.word();
+        let read_from = |from: usize| -> Result<(Vec<f64>, Vec<u32>), GpuError> {
+            let tail = self.read(
+                &state_buf,
+                (from * b) as u64 * word,
+                state_bytes.len() as u64 - (from * b) as u64 * word,
+            )?;
+            let mut state = vec![0.0; from * b];
+            state.extend(from_reals(&tail, precision));
+            let status: Vec<u32> =
+                bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
+            Ok((state, status))
+        };
+        // `--until-settled`: continue the unsettled instances from their resident state
+        // until none continues (each round reads back the running sums only).
+        while cfgs.iter().any(|c| c.until_settled.is_some()) {
+            let (state, status) = read_from(lay.sums())?;
+            let mut longer = false;
+            for (i, cfg) in cfgs.iter().enumerate() {
+                let m = finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], 0.0);
+                let pl = &mut plans[i];
+                let window_len = cfg.params.t_final - cfg.metrics.window_start(cfg.params.t_final);
+                let next = m
+                    .metrics
+                    .status
+                    .is_ok()
+                    .then(|| {
+                        next_horizon(
+                            cfg.until_settled,
+                            cfg.params.t_final,
+                            m.metrics.t_run,
+                            m.metrics.settled,
+                        )
+                    })
+                    .flatten()
+                    .and_then(|t| pl.sched.continued(&cfg.metrics, t, window_len));
+                if let Some(sched) = next {
+                    pl.sched = sched;
+                    ints[i] = pl.ints();
+                    longer = true;
+                }
+            }
+            if !longer {
+                break;
+            }
             self.ctx
                 .queue
-                .write_buffer(&ctl_buf, 0, bytemuck::bytes_of(&ctl));
-            let mut enc = dev.create_command_encoder(&Default::default());
-            {
-                let mut pass = enc.begin_compute_pass(&Default::default());
-                pass.set_pipeline(&pipeline);
-                pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(groups, 1, 1);
-            }
-            self.ctx.queue.submit([enc.finish()]);
-            dispatches += 1;
-            // Keep the queue (and its staged control writes) shallow.
-            if dispatches % 16 == 0 {
-                dev.poll(wgpu::PollType::wait_indefinitely())
-                    .map_err(|e| GpuError::Execution(e.to_string()))?;
-            }
-            begin = end;
+                .write_buffer(&ints_buf, 0, bytemuck::cast_slice(&ints));
+            let from = last_step + 1;
+            last_step = total_steps(&plans);
+            self.dispatch_steps(&run, from, last_step)?;
         }
-        // SoA: slots [from, SLOTS) of every instance are one contiguous range.
         let from = if with_state { 0 } else { lay.sums() };
-        let word = self.word();
-        let tail = self.read(
-            &state_buf,
-            (from * b) as u64 * word,
-            state_bytes.len() as u64 - (from * b) as u64 * word,
-        )?;
-        let mut state = vec![0.0; from * b];
-        state.extend(from_reals(&tail, precision));
-        let status: Vec<u32> =
-            bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
+        let (state, status) = read_from(from)?;
         let wall = start.elapsed().as_secs_f64() / b as f64;
         Ok(cfgs
             .iter()
@@ -409,6 +457,43 @@ impl<'a> GpuEngine<'a> {
                 )
             })
             .collect())
+    }
+
+    /// Dispatch steps `from..=last` of every instance (an instance past its own last
+    /// step idles), in chunks of [`GpuEngine::steps_per_dispatch`].
+    fn dispatch_steps(&self, run: &Dispatch, from: u32, last: u32) -> Result<(), GpuError> {
+        let dev = &self.ctx.device;
+        let chunk = self.steps_per_dispatch();
+        let mut begin = from;
+        let mut dispatches = 0u64;
+        while begin <= last {
+            let end = begin.saturating_add(chunk).min(last + 1);
+            let ctl = Control {
+                batch: run.batch,
+                step_begin: begin,
+                step_end: end,
+                _pad: 0,
+            };
+            self.ctx
+                .queue
+                .write_buffer(run.ctl, 0, bytemuck::bytes_of(&ctl));
+            let mut enc = dev.create_command_encoder(&Default::default());
+            {
+                let mut pass = enc.begin_compute_pass(&Default::default());
+                pass.set_pipeline(run.pipeline);
+                pass.set_bind_group(0, run.bind, &[]);
+                pass.dispatch_workgroups(run.groups, 1, 1);
+            }
+            self.ctx.queue.submit([enc.finish()]);
+            dispatches += 1;
+            // Keep the queue (and its staged control writes) shallow.
+            if dispatches % 16 == 0 {
+                dev.poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|e| GpuError::Execution(e.to_string()))?;
+            }
+            begin = end;
+        }
+        Ok(())
     }
 
     fn read(&self, buf: &wgpu::Buffer, offset: u64, size: u64) -> Result<Vec<u8>, GpuError> {
@@ -462,44 +547,53 @@ fn finish_instance(
     let at = |s: usize| state[s * b + i];
     let p = &cfg.params;
     let n = p.n_legs;
-    let ni = plan.ints;
-    let time = |k: u32| cfg.metrics.sample_time(k as usize, p.t_final);
-    let (status, last_k) = match status_word {
-        0 => (Status::Ok, ni.n_samples),
+    let sched = &plan.sched;
+    // The horizon of this segment (t_final unless the run was continued).
+    let t_run = sched.time(sched.n_samples);
+    let time = |k: usize| sched.time(k);
+    let (status, last_k) = match status_word as usize {
+        0 => (Status::Ok, sched.n_samples),
         k => (Status::Diverged { time: time(k - 1) }, k - 2),
     };
-    let steps = if last_k == ni.n_samples {
-        (ni.n_samples as usize - 1) * ni.steps_per_sample as usize + ni.steps_last as usize
+    let steps = if last_k == sched.n_samples {
+        sched.total_steps()
     } else {
-        (last_k as usize + 1) * ni.steps_per_sample as usize
+        (last_k + 1) * sched.steps_per_sample
     };
-    let win_count = if last_k >= ni.window_first {
-        (last_k - ni.window_first + 1) as usize
-    } else {
-        0
-    };
+    let win_count = (last_k + 1).saturating_sub(sched.window_first);
     // The running sums of src/gpu/tally.rs, by name.
     let sum = |name: &str| at(lay.sum(name));
     let per_leg = |name: &str| (0..n).map(|l| at(lay.sum(name) + l)).collect::<Vec<_>>();
+    let pairs = |re: &str, im: &str| -> Vec<[f64; 2]> {
+        per_leg(re)
+            .into_iter()
+            .zip(per_leg(im))
+            .take(n - 1)
+            .map(|(re, im)| [re, im])
+            .collect()
+    };
     let tally = Tally {
         first_y: Some(sum("first_y")),
         last: Some((time(last_k), sum("last_y"), sum("last_work"))),
         max_inext: per_leg("max_inext").into_iter().fold(0.0, f64::max),
         phi: per_leg("phi"),
         win_count,
-        win_start: (win_count > 0).then(|| (time(ni.window_first), sum("window_y"))),
+        win_start: (win_count > 0).then(|| (time(sched.window_first), sum("window_y"))),
         phi_start: per_leg("phi_start"),
-        pair_sum: per_leg("pair_re")
-            .into_iter()
-            .zip(per_leg("pair_im"))
-            .take(n - 1)
-            .map(|(re, im)| [re, im])
-            .collect(),
+        pair_sum: pairs("pair_re", "pair_im"),
         kuramoto_sum: sum("kuramoto_sum"),
         contact_count: per_leg("contact_count")
             .into_iter()
             .map(|c| c as usize)
             .collect(),
+        t_run,
+        // The kernel took the snapshot when it reached the second half's first sample.
+        mid: (last_k >= sched.window_mid).then(|| TallyMid {
+            t: time(sched.window_mid),
+            count: sched.window_mid - sched.window_first,
+            phi: per_leg("mid_phi"),
+            pair_sum: pairs("mid_pair_re", "mid_pair_im"),
+        }),
     };
     let acc = MetricsAccumulator::from_tally(p, &cfg.metrics, tally);
     PointResult {

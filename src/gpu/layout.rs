@@ -26,6 +26,8 @@ pub struct InstanceInts {
     pub n_samples: u32,
     /// First sample inside the metrics window.
     pub window_first: u32,
+    /// First sample of the window's second half (the `settled` snapshot).
+    pub window_mid: u32,
 }
 
 /// Per-dispatch control block (WGSL `Control`, a uniform).

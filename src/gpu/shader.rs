@@ -183,6 +183,7 @@ mod tests {
                 offset_of!(InstanceInts, steps_last),
                 offset_of!(InstanceInts, n_samples),
                 offset_of!(InstanceInts, window_first),
+                offset_of!(InstanceInts, window_mid),
             ];
             assert_eq!(members.len(), host.len());
             for ((name, off), h) in members.iter().zip(host) {

@@ -50,6 +50,11 @@ pub const RUNNING_SUMS: &[RunningSum] = &[
     leg("pair_im"),
     // Window samples with the tip in contact.
     leg("contact_count"),
+    // φ and the pair sums at the first sample of the window's second half (before it
+    // is added): the halves of the `settled` check (`MetricsAccumulator::settled`).
+    leg("mid_phi"),
+    leg("mid_pair_re"),
+    leg("mid_pair_im"),
     // Largest |qᵀGq − ℓ|/ℓ of this leg over the run's samples.
     leg("max_inext"),
     // Σ over window samples of |mean e^{iφ}|.

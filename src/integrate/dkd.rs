@@ -15,12 +15,12 @@ use crate::error::SettingsError;
 use crate::integrate::lanes::kernel::{BlockState, Scratch};
 use crate::integrate::lanes::model::BlockModel;
 use crate::integrate::lanes::simd::L;
-use crate::integrate::lanes::{run_block, Isa, LaneJob};
+use crate::integrate::lanes::{run_block_into, Isa, LaneJob, LaneSink};
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::MetricsSettings;
 use crate::model::hermite::Dense;
 use crate::model::Robot;
-use crate::sample::{Deadline, Sample, Status};
+use crate::sample::{Deadline, Status};
 
 /// Fixed-step settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -167,16 +167,16 @@ pub fn step(robot: &Robot, k: &KickConstants, q: &mut [f64], v: &mut [f64]) -> f
     st.work.0[0] / k.h
 }
 
-/// Integrate with DKD-dc, emitting the samples of the run's [`SampleSchedule`]. The
-/// budget (`settings.max_steps`, `deadline`) is checked between steps, so a point whose
+/// Integrate with DKD-dc, emitting the samples of the run's [`SampleSchedule`] to
+/// `sink` (which may continue the run at its end, `--until-settled`). The budget
+/// (`settings.max_steps`, `deadline`) is checked between steps, so a point whose
 /// single output interval never ends (h = 1e-12 s) still stops.
 pub fn integrate(
     robot: &Robot,
     settings: &DkdSettings,
     metrics: &MetricsSettings,
     deadline: Deadline,
-    on_sample: &mut dyn FnMut(&Sample),
-    on_progress: &mut dyn FnMut(f64),
+    sink: &mut dyn LaneSink,
 ) -> (Status, DkdStats) {
     let h = settings.step_for(robot, metrics.dt_out);
     let job = LaneJob {
@@ -186,7 +186,7 @@ pub fn integrate(
         max_steps: settings.max_steps,
         deadline,
     };
-    let end = run_block::<1>(Isa::solo(), &[job], &mut |_, s| on_sample(s), on_progress)[0];
+    let end = run_block_into::<1>(Isa::solo(), &[job], sink)[0];
     let stats = DkdStats {
         steps: end.steps,
         h,

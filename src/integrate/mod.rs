@@ -2,6 +2,7 @@
 //! and the fixed-step DKD-dc scheme of the batch engines.
 
 pub mod bordered_band;
+pub mod continuation;
 pub mod dkd;
 pub mod esdirk;
 pub mod events;

@@ -19,27 +19,65 @@ pub struct SampleSchedule {
     pub steps_last: usize,
     /// First sample inside the evaluation window (`n_samples + 1` when none is).
     pub window_first: usize,
+    /// First sample of the window's second half (the `settled` check's snapshot is
+    /// taken before it is added): the first sample after `window_first` at or after
+    /// the window's midpoint.
+    pub window_mid: usize,
 }
 
 impl SampleSchedule {
     /// The schedule of a run of `t_final` with step `h` (from `DkdSettings::step_for`,
     /// which makes dt_out a whole number of steps).
     pub fn new(metrics: &MetricsSettings, t_final: f64, h: f64) -> SampleSchedule {
+        Self::with_window(metrics, t_final, h, metrics.window_start(t_final))
+    }
+
+    /// The schedule of a run to `t_run` whose evaluation window starts at `window_start`.
+    pub fn with_window(
+        metrics: &MetricsSettings,
+        t_run: f64,
+        h: f64,
+        window_start: f64,
+    ) -> SampleSchedule {
         let dt_out = metrics.dt_out;
-        let times = metrics.sample_times(t_final);
+        let times = metrics.sample_times(t_run);
         let n_samples = times.len() - 1;
         let steps_per_sample = (dt_out / h).round().max(1.0) as usize;
-        let steps_last = ((t_final - (n_samples - 1) as f64 * dt_out) / h)
+        let steps_last = ((t_run - (n_samples - 1) as f64 * dt_out) / h)
             .round()
             .max(1.0) as usize;
+        let window_first = metrics.first_sample_from(window_start, t_run);
+        let mid = window_start + 0.5 * (t_run - window_start);
+        let window_mid = metrics
+            .first_sample_from(mid, t_run)
+            .max(window_first + 1)
+            .min(n_samples + 1);
         SampleSchedule {
             h,
             times,
             n_samples,
             steps_per_sample,
             steps_last,
-            window_first: metrics.window_first_sample(t_final),
+            window_first,
+            window_mid,
         }
+    }
+
+    /// This schedule continued to the horizon `t_run` (`--until-settled`): the same step
+    /// and sample grid k·dt_out, the window keeping its length `window_len` and ending at
+    /// `t_run`. `None` when the samples so far are not a prefix of the continued grid
+    /// (a run whose last interval was shorter than dt_out) or `t_run` adds no sample.
+    pub fn continued(
+        &self,
+        metrics: &MetricsSettings,
+        t_run: f64,
+        window_len: f64,
+    ) -> Option<SampleSchedule> {
+        let next = Self::with_window(metrics, t_run, self.h, t_run - window_len);
+        let prefix = next.n_samples > self.n_samples
+            && next.steps_per_sample == self.steps_per_sample
+            && next.steps_to(self.n_samples) == self.total_steps();
+        prefix.then_some(next)
     }
 
     /// Time of sample k.
@@ -99,7 +137,26 @@ mod tests {
         assert!((s.time(11) - 0.105).abs() < 1e-15);
         assert_eq!(s.sample_at(104), 10);
         assert_eq!(s.sample_at(105), 11);
-        // Window: second half, t ≥ 0.0525 → first sample 6 (t = 0.06).
+        // Window: second half, t ≥ 0.0525 → first sample 6 (t = 0.06); its second
+        // half from t ≥ 0.07875 → sample 8.
         assert_eq!(s.window_first, 6);
+        assert_eq!(s.window_mid, 8);
+        // A short last interval cannot be continued on the same grid ...
+        assert_eq!(s.continued(&m, 0.21, 0.0525), None);
+    }
+
+    #[test]
+    fn continued_schedule_extends_the_grid() {
+        let m = MetricsSettings {
+            dt_out: 0.01,
+            ..MetricsSettings::default()
+        };
+        let s = SampleSchedule::new(&m, 0.1, 0.001);
+        let c = s.continued(&m, 0.2, 0.05).expect("0.1 s is on the grid");
+        assert_eq!((c.n_samples, c.total_steps()), (20, 200));
+        assert_eq!(c.steps_to(10), s.total_steps());
+        // Window 0.15..0.2 s: samples 15..=20, second half from 0.175 s → sample 18.
+        assert_eq!((c.window_first, c.window_mid), (15, 18));
+        assert_eq!(s.continued(&m, 0.1, 0.05), None);
     }
 }

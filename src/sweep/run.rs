@@ -179,38 +179,42 @@ fn prepare<'a>(
     })
 }
 
-/// `--until-settled MAX_T` (or `until_settled` in the sweep file): continuing a run
-/// needs an engine that resumes from its kept state, which no backend offers yet (the
-/// fixed-step engines and the reference start every run at t = 0). Refuse it before
-/// anything runs rather than rerun from the start; docs/atlas.md gives the interface.
-pub fn check_until_settled(
-    spec: &SweepSpec,
-    until_settled: Option<f64>,
+/// `--until-settled MAX_T` (or `until_settled` in the sweep file): check it and put it
+/// into every point's configuration, before anything runs. The cpu and gpu engines
+/// continue unsettled runs from their kept state; the reference cannot, so it is
+/// refused rather than rerun from t = 0. A horizon given on the command line that the
+/// file does not state becomes part of the dataset's identity (a comment appended to
+/// the recorded sweep text, so the hash differs): resuming it without the same
+/// `--until-settled` is refused instead of mixing horizons.
+pub fn apply_until_settled(
+    spec: &mut SweepSpec,
+    from_cli: Option<f64>,
     backend: Backend,
 ) -> Result<(), SweepError> {
-    let Some(max_t) = until_settled.or(spec.until_settled) else {
+    let Some(max_t) = from_cli.or(spec.until_settled) else {
         return Ok(());
     };
-    let t_final = spec.config.params.t_final;
-    if !(max_t.is_finite() && max_t > t_final) {
-        return Err(SweepError::Key {
-            file: spec.file.clone(),
-            key: "until_settled".into(),
-            message: format!(
-                "{max_t} is out of range: allowed is a horizon > t_final = {t_final} s"
-            ),
-        });
-    }
-    Err(SweepError::Key {
+    let key_err = |message: String| SweepError::Key {
         file: spec.file.clone(),
         key: "until_settled".into(),
-        message: format!(
-            "continuing unsettled runs to {max_t} s is not supported on backend {} yet: \
-             its engine cannot continue a run from its kept state (see docs/atlas.md); \
-             run a longer t_final instead",
-            backend.label()
-        ),
-    })
+        message,
+    };
+    let (t_final, dt_out) = (spec.config.params.t_final, spec.config.metrics.dt_out);
+    crate::integrate::continuation::validate(max_t, t_final, dt_out)
+        .map_err(|e| key_err(e.to_string()))?;
+    if backend == Backend::Reference {
+        return Err(key_err(format!(
+            "continuing unsettled runs to {max_t} s is not supported on backend reference:              the adaptive solver cannot continue a run from its kept state (see              docs/atlas.md); use --backend cpu or gpu, or a longer t_final"
+        )));
+    }
+    if from_cli.is_some() && spec.until_settled != Some(max_t) {
+        spec.text.push_str(&format!(
+            "\n# until_settled = {max_t} (from --until-settled)\n"
+        ));
+    }
+    spec.until_settled = Some(max_t);
+    spec.config.until_settled = Some(max_t);
+    Ok(())
 }
 
 /// Outcome of [`run`].

@@ -383,6 +383,11 @@ impl SweepSpec {
             }
         }
 
+        // Every point continues to the same horizon (`sweep::run::apply_until_settled`).
+        let config = RunConfig {
+            until_settled,
+            ..config
+        };
         let spec = SweepSpec {
             file: file.to_string(),
             text: text.to_string(),

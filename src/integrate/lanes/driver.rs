@@ -4,6 +4,8 @@
 //! A diverged lane is flagged and parked on a finite state; the others go on. Budgets
 //! (a lane's `max_steps`, the block's deadline) are checked between chunks of at most
 //! [`BUDGET_CHECK_STEPS`] steps, so even a lane whose output interval never ends stops.
+//! A lane whose schedule ends ok may be continued from its state with a longer
+//! schedule on the same grid ([`LaneSink::extend`], `--until-settled`).
 
 use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
@@ -33,6 +35,36 @@ pub struct LaneEnd {
     pub steps: usize,
 }
 
+/// Where a block's lanes report: every sample, and at the end of a lane's schedule
+/// whether it goes on.
+pub trait LaneSink {
+    /// Lane `lane`'s next sample, in time order (sample 0 first).
+    fn sample(&mut self, lane: usize, s: &Sample);
+    /// Lane `lane` reached the end of `ended` ok: a longer schedule on the same grid
+    /// (`SampleSchedule::continued`) continues it from its state, steps and work
+    /// carrying on; `None` ends it.
+    fn extend(&mut self, _lane: usize, _ended: &SampleSchedule) -> Option<SampleSchedule> {
+        None
+    }
+    /// The simulated time of lane 0.
+    fn progress(&mut self, _t: f64) {}
+}
+
+/// A sink from two closures (no lane is continued).
+struct Closures<'a, 'b> {
+    on_sample: &'a mut dyn FnMut(usize, &Sample),
+    on_progress: &'b mut dyn FnMut(f64),
+}
+
+impl LaneSink for Closures<'_, '_> {
+    fn sample(&mut self, lane: usize, s: &Sample) {
+        (self.on_sample)(lane, s)
+    }
+    fn progress(&mut self, t: f64) {
+        (self.on_progress)(t)
+    }
+}
+
 /// Run `jobs` (at most W, all of one shape) as one block on `isa`. `on_sample(lane,
 /// sample)` receives every lane's samples in time order (sample 0 first);
 /// `on_progress` the simulated time of lane 0. A lane past its step budget or
@@ -42,6 +74,22 @@ pub fn run_block<const W: usize>(
     jobs: &[LaneJob],
     on_sample: &mut dyn FnMut(usize, &Sample),
     on_progress: &mut dyn FnMut(f64),
+) -> Vec<LaneEnd> {
+    run_block_into::<W>(
+        isa,
+        jobs,
+        &mut Closures {
+            on_sample,
+            on_progress,
+        },
+    )
+}
+
+/// As [`run_block`], reporting to `sink`, which may continue lanes that end ok.
+pub fn run_block_into<const W: usize>(
+    isa: Isa,
+    jobs: &[LaneJob],
+    sink: &mut dyn LaneSink,
 ) -> Vec<LaneEnd> {
     let robots: Vec<&Robot> = jobs.iter().map(|j| j.robot).collect();
     let h: Vec<f64> = jobs.iter().map(|j| j.schedule.h).collect();
@@ -60,14 +108,16 @@ pub fn run_block<const W: usize>(
     let mut scratch = Scratch::<W>::new(model.n_legs);
     let mut ends: Vec<Option<LaneEnd>> = vec![None; jobs.len()];
     let mut next = vec![1usize; jobs.len()];
+    // Each lane's schedule, replaced when the sink continues the lane.
+    let mut scheds: Vec<SampleSchedule> = jobs.iter().map(|j| j.schedule).collect();
     for (j, job) in jobs.iter().enumerate() {
-        on_sample(j, &Sample::from_state(job.robot, 0.0, &initial[j], 0.0));
+        sink.sample(j, &Sample::from_state(job.robot, 0.0, &initial[j], 0.0));
     }
     let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nq]);
     let mut done = 0;
     while let Some(due) = (0..jobs.len())
         .filter(|&j| ends[j].is_none())
-        .map(|j| jobs[j].schedule.steps_to(next[j]))
+        .map(|j| scheds[j].steps_to(next[j]))
         .min()
     {
         let step_budget = (0..jobs.len())
@@ -80,7 +130,7 @@ pub fn run_block<const W: usize>(
         isa.advance(&model, &mut st, &mut scratch, target - done);
         done = target;
         for (j, job) in jobs.iter().enumerate() {
-            let sched = &job.schedule;
+            let sched = scheds[j];
             if ends[j].is_some() || sched.steps_to(next[j]) != done {
                 continue;
             }
@@ -101,20 +151,27 @@ pub fn run_block<const W: usize>(
                 park(&mut st, j, &initial[j]);
                 continue;
             }
-            on_sample(j, &sample);
+            sink.sample(j, &sample);
             if j == 0 {
-                on_progress(t);
+                sink.progress(t);
             }
-            if k == sched.n_samples {
-                ends[j] = end(Status::Ok);
-            } else {
+            if k < sched.n_samples {
                 next[j] += 1;
+            } else if let Some(longer) = sink
+                .extend(j, &sched)
+                // Only a schedule that keeps the grid so far continues the lane.
+                .filter(|l| l.n_samples > k && l.steps_to(k) == done && l.h == sched.h)
+            {
+                scheds[j] = longer;
+                next[j] += 1;
+            } else {
+                ends[j] = end(Status::Ok);
             }
         }
         for (j, job) in jobs.iter().enumerate() {
             let over = job.max_steps.is_some_and(|m| done as u64 >= m);
             if ends[j].is_none() && (over || job.deadline.passed()) {
-                let time = done as f64 * job.schedule.h;
+                let time = done as f64 * scheds[j].h;
                 ends[j] = Some(LaneEnd {
                     status: Status::BudgetExceeded { time },
                     steps: done,

@@ -1,0 +1,279 @@
+//! `--until-settled`: a run still changing at t_final continues from its kept state
+//! (t_run > t_final), a settled one does not (t_run = t_final), on the cpu engine (solo
+//! and in SIMD blocks) and on the GPU (resident state). A continued run is checked
+//! against an independent single run: the same robot to the same horizon with the
+//! window the continuation ends with (its last t_final/2), which must give the same
+//! numbers bit for bit on the same engine (same step, same sample grid, same sums).
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use metachron::batch::{run_batch, run_point};
+use metachron::gpu::GpuEngine;
+use metachron::metrics::Metrics;
+use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::sweep::dataset::{read_dataset, Column};
+
+/// 5 legs × 4 nodes over 2 s, continued up to 8 s.
+fn point(k_p: f64, until_settled: Option<f64>) -> RunConfig {
+    let mut c = RunConfig::default();
+    for o in ["n_legs=5", "n_nodes=4", "t_final=2", "dphi=1.5"] {
+        c.params.apply_override(o).unwrap();
+    }
+    c.params.k_p = k_p;
+    c.until_settled = until_settled;
+    c.validate().unwrap();
+    c
+}
+
+/// Still changing at 2 s (locked on the third quarter, not on the last one): settles
+/// by 4 s. Found by scanning K_p on the cpu engine.
+fn changing() -> RunConfig {
+    point(3.0, Some(8.0))
+}
+
+/// Settled at 2 s (a metachronal wave on both halves of the window).
+fn settled() -> RunConfig {
+    point(30.0, Some(8.0))
+}
+
+/// The single run a continued one must equal: to `t_run` in one go, window the last
+/// t_final/2 (the window a continuation keeps), no continuation.
+fn single_run_twin(c: &RunConfig, t_run: f64) -> RunConfig {
+    let mut t = c.clone();
+    let half = 0.5 * c.params.t_final;
+    t.params.t_final = t_run;
+    t.metrics.window_start = Some(t_run - half);
+    t.until_settled = None;
+    t.validate().unwrap();
+    t
+}
+
+fn assert_same(what: &str, a: &PointResult, b: &PointResult) {
+    let (m, n): (&Metrics, &Metrics) = (&a.metrics, &b.metrics);
+    assert_eq!(m.status, n.status, "{what}: status");
+    assert_eq!(m.class, n.class, "{what}: class");
+    assert_eq!(m.settled, n.settled, "{what}: settled");
+    assert_eq!(a.stats.steps, b.stats.steps, "{what}: steps");
+    let cols = metachron::metrics::METRIC_COLUMNS;
+    for ((c, x), y) in cols.iter().zip(m.scalars()).zip(n.scalars()) {
+        assert!(
+            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
+            "{what}: {} {x} vs {y}",
+            c.0
+        );
+    }
+}
+
+/// The two cases on one engine: `run(cfgs)` returns results in order.
+fn check_engine(engine: &str, run: &dyn Fn(&[RunConfig]) -> Vec<PointResult>) {
+    let (c, s) = (changing(), settled());
+    let r = run(&[c.clone(), s.clone()]);
+    let (rc, rs) = (&r[0], &r[1]);
+    assert!(
+        rc.metrics.status.is_ok(),
+        "{engine}: {:?}",
+        rc.metrics.status
+    );
+    assert!(
+        rc.metrics.t_run > c.params.t_final,
+        "{engine}: an unsettled run continues: t_run {}",
+        rc.metrics.t_run
+    );
+    assert_eq!(rc.metrics.t_run, 4.0, "{engine}: settles after one step");
+    assert_eq!(rc.metrics.settled, Some(true), "{engine}");
+    assert_eq!(
+        rs.metrics.t_run, s.params.t_final,
+        "{engine}: settled: no step"
+    );
+    assert_eq!(rs.metrics.settled, Some(true), "{engine}");
+    // At t_final the changing run was not settled (that is why it went on).
+    let mut once = c.clone();
+    once.until_settled = None;
+    let r0 = run(std::slice::from_ref(&once));
+    assert_eq!(r0[0].metrics.settled, Some(false), "{engine}: at t_final");
+    assert_eq!(r0[0].metrics.t_run, 2.0);
+    // Independent check: the single runs to the same horizons.
+    let twins = run(&[
+        single_run_twin(&c, rc.metrics.t_run),
+        single_run_twin(&s, rs.metrics.t_run),
+    ]);
+    assert_same(&format!("{engine}: continued"), rc, &twins[0]);
+    // A settled run is the run without --until-settled (its window: the second half).
+    let mut plain = s.clone();
+    plain.until_settled = None;
+    assert_same(
+        &format!("{engine}: settled"),
+        rs,
+        &run(std::slice::from_ref(&plain))[0],
+    );
+}
+
+#[test]
+fn cpu_solo_continues_unsettled_runs_only() {
+    check_engine("cpu solo", &|cfgs| {
+        cfgs.iter()
+            .map(|c| run_point(c, Backend::Cpu, false, |_| {}).unwrap())
+            .collect()
+    });
+}
+
+#[test]
+fn cpu_blocks_continue_unsettled_lanes_only() {
+    // Every call fills its blocks with copies, so each lane runs in a block of the
+    // vector unit's width (a lane's result is bit-identical in any block of one width).
+    check_engine("cpu blocks", &|cfgs| {
+        let many: Vec<RunConfig> = cfgs.iter().cycle().take(8 * cfgs.len()).cloned().collect();
+        let r: Vec<PointResult> = run_batch(&many, Backend::Cpu)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        for (i, x) in r.iter().enumerate() {
+            assert_same("copies", x, &r[i % cfgs.len()]);
+        }
+        r.into_iter().take(cfgs.len()).collect()
+    });
+}
+
+#[test]
+fn gpu_continues_unsettled_instances_from_resident_state() {
+    let Some(ctx) = common::gpu::gpu_context("gpu_continues_unsettled_instances") else {
+        return;
+    };
+    let mut engine = GpuEngine::new(&ctx);
+    // Several dispatches per segment: continuation crosses dispatch boundaries.
+    engine.steps_per_dispatch = Some(3000);
+    let gpu = |cfgs: &[RunConfig]| engine.run(cfgs).expect("gpu batch");
+    check_engine("gpu", &gpu);
+    // And the GPU's continued rows agree with the cpu engine's: same horizon, class and
+    // settled flag, metrics to round-off (summation order, FMA, the shader's sin/cos).
+    let cfgs = [changing(), settled()];
+    for (g, c) in gpu(&cfgs).iter().zip(&cfgs) {
+        let cpu = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
+        assert_eq!(g.metrics.t_run, cpu.metrics.t_run);
+        assert_eq!(g.metrics.class, cpu.metrics.class);
+        assert_eq!(g.metrics.settled, cpu.metrics.settled);
+        assert_eq!(g.stats.steps, cpu.stats.steps);
+        for (x, y) in g.metrics.scalars().iter().zip(cpu.metrics.scalars()) {
+            assert!((x - y).abs() <= 1e-9 * y.abs().max(1.0), "gpu {x} cpu {y}");
+        }
+    }
+}
+
+#[test]
+fn gpu_reports_settled_like_the_cpu() {
+    let Some(ctx) = common::gpu::gpu_context("gpu_reports_settled_like_the_cpu") else {
+        return;
+    };
+    // Both values of the flag, without continuation: the kernel's midpoint snapshot.
+    let mut cfgs = vec![point(3.0, None), point(30.0, None)];
+    cfgs.extend(
+        common::validation::validation_points()
+            .into_iter()
+            .map(|(_, mut c)| {
+                c.params.t_final = 0.5;
+                c
+            }),
+    );
+    let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
+    let mut seen = Vec::new();
+    for (g, c) in gpu.iter().zip(&cfgs) {
+        let cpu = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
+        assert_eq!(g.metrics.settled, cpu.metrics.settled, "{:?}", c.params);
+        seen.push(g.metrics.settled);
+    }
+    assert!(
+        seen.contains(&Some(true)) && seen.contains(&Some(false)),
+        "{seen:?}"
+    );
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("metachron-until-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn sweep(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_metachron"))
+        .arg("sweep")
+        .args(args)
+        .arg("--quiet")
+        .output()
+        .unwrap()
+}
+
+const SWEEP: &str = "name = \"u\"\n[base]\nt_final = 2.0\nn_legs = 5\nn_nodes = 4\ndphi = 1.5\n\
+                     [[axes]]\nparam = \"k_p\"\nvalues = [3.0, 30.0]\n";
+
+fn num(dir: &std::path::Path, col: &str) -> Vec<f64> {
+    let ds = read_dataset(dir).unwrap();
+    let ids = ds.point_ids();
+    let Some(Column::Num(v)) = ds.column(col) else {
+        panic!("{col}")
+    };
+    let mut rows: Vec<(u64, f64)> = ids.into_iter().zip(v.iter().copied()).collect();
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter().map(|r| r.1).collect()
+}
+
+#[test]
+fn sweep_rows_record_the_horizon_run_and_resume_keeps_it() {
+    let dir = scratch("sweep");
+    let file = dir.join("u.toml");
+    std::fs::write(&file, format!("until_settled = 8.0\n{SWEEP}")).unwrap();
+    let out = dir.join("out");
+    let (f, o) = (file.to_str().unwrap(), out.to_str().unwrap());
+    let st = sweep(&[f, "--out", o, "--backend", "cpu", "--batch", "1"]);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(num(&out, "t_run"), [4.0, 2.0]);
+    assert_eq!(num(&out, "settled"), [1.0, 1.0]);
+    // Resuming a complete dataset runs nothing and keeps the rows.
+    let st = sweep(&[f, "--out", o, "--backend", "cpu", "--resume"]);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(num(&out, "t_run"), [4.0, 2.0]);
+
+    // The same sweep with the horizon on the command line: the same rows; resuming
+    // it without the flag would mix horizons and is refused.
+    let plain = dir.join("plain.toml");
+    std::fs::write(&plain, SWEEP).unwrap();
+    let out2 = dir.join("out2");
+    let (p, o2) = (plain.to_str().unwrap(), out2.to_str().unwrap());
+    let st = sweep(&[
+        p,
+        "--out",
+        o2,
+        "--backend",
+        "cpu",
+        "--until-settled",
+        "8",
+        "--batch",
+        "1",
+    ]);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(num(&out2, "t_run"), [4.0, 2.0]);
+    assert_eq!(num(&out2, "lag_order"), num(&out, "lag_order"));
+    let st = sweep(&[p, "--out", o2, "--backend", "cpu", "--resume"]);
+    assert_eq!(st.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&st.stderr).contains("different sweep"),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
