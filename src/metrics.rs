@@ -205,7 +205,7 @@ pub struct Metrics {
     pub class: Class,
     /// Same class on both halves of the window and a lag order that moved less than
     /// `settle_order_change`; `None` for a run that is not ok, a half without samples,
-    /// or a backend that does not report the half-window sums (see [`Tally`]).
+    /// or a [`Tally`] without its midpoint snapshot.
     pub settled: Option<bool>,
     /// Per neighbour pair: PLV and mean lag.
     pub pair_plv: Vec<f64>,

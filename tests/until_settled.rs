@@ -235,14 +235,38 @@ fn sweep_rows_record_the_horizon_run_and_resume_keeps_it() {
     );
     assert_eq!(num(&out, "t_run"), [4.0, 2.0]);
     assert_eq!(num(&out, "settled"), [1.0, 1.0]);
-    // Resuming a complete dataset runs nothing and keeps the rows.
-    let st = sweep(&[f, "--out", o, "--backend", "cpu", "--resume"]);
+    // Resuming a complete dataset runs nothing and keeps the rows; --validate reruns
+    // each row on the reference to the horizon it records, with the continuation's window.
+    let st = sweep(&[
+        f,
+        "--out",
+        o,
+        "--backend",
+        "cpu",
+        "--resume",
+        "--validate",
+        "2",
+    ]);
     assert!(
         st.status.success(),
         "{}",
         String::from_utf8_lossy(&st.stderr)
     );
     assert_eq!(num(&out, "t_run"), [4.0, 2.0]);
+    let csv = std::fs::read_to_string(out.join("validation-shard0.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    for line in lines {
+        let v: Vec<&str> = line.split(',').collect();
+        let f = |name: &str| v[col(name)].parse::<f64>().unwrap();
+        assert_eq!(f("t_run_sweep"), f("t_run_reference"), "{line}");
+        // The stiff reference and the fixed-step engine agree closely on the same window.
+        assert!(
+            (f("lag_order_sweep") - f("lag_order_reference")).abs() < 1e-3,
+            "{line}"
+        );
+    }
 
     // The same sweep with the horizon on the command line: the same rows; resuming
     // it without the flag would mix horizons and is refused.
@@ -276,4 +300,50 @@ fn sweep_rows_record_the_horizon_run_and_resume_keeps_it() {
         String::from_utf8_lossy(&st.stderr)
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn simulate_continues_on_cpu_and_refuses_on_the_reference() {
+    let bin = env!("CARGO_BIN_EXE_metachron");
+    let args = [
+        "simulate",
+        "--set",
+        "n_legs=5",
+        "--set",
+        "n_nodes=4",
+        "--set",
+        "t_final=2",
+        "--set",
+        "dphi=1.5",
+        "--set",
+        "k_p=3",
+        "--quiet",
+    ];
+    let run = |extra: &[&str]| Command::new(bin).args(args).args(extra).output().unwrap();
+    let st = run(&["--until-settled", "8", "--backend", "cpu"]);
+    let text = String::from_utf8_lossy(&st.stdout);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert!(
+        text.contains("horizon t_run        4 s | settled yes"),
+        "{text}"
+    );
+    let st = run(&["--until-settled", "8", "--backend", "reference"]);
+    assert_eq!(st.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(
+        err.contains("--until-settled") && err.contains("reference"),
+        "{err}"
+    );
+    // A horizon that allows no continuation step is refused with the allowed range.
+    let st = run(&["--until-settled", "3", "--backend", "cpu"]);
+    assert_eq!(st.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(
+        err.contains("until_settled") && err.contains(">= 2 t_final"),
+        "{err}"
+    );
 }

@@ -281,8 +281,24 @@ pub struct Validation {
     pub max_abs_diff: Vec<(String, f64)>,
 }
 
+/// The single run a row stands for: its configuration to the horizon the row records
+/// (`t_run`), with the window a continued run ends with (`--until-settled` keeps the
+/// window's length), and no continuation. The reference reruns it for `--validate`.
+pub fn single_run_to(cfg: &RunConfig, t_run: f64) -> RunConfig {
+    let mut c = cfg.clone();
+    c.until_settled = None;
+    if t_run.is_finite() && t_run > cfg.params.t_final {
+        let window_len = cfg.params.t_final - cfg.metrics.window_start(cfg.params.t_final);
+        c.params.t_final = t_run;
+        c.metrics.window_start = Some(t_run - window_len);
+    }
+    c
+}
+
 /// Re-run `k` randomly chosen points of this shard (seeded by the sweep's seed) on the
-/// reference solver and write the comparison to `out/validation-shard<K>.csv`.
+/// reference solver and write the comparison to `out/validation-shard<K>.csv`. A row
+/// continued by `--until-settled` is compared with the reference run to its horizon
+/// ([`single_run_to`]).
 pub fn validate(
     spec: &SweepSpec,
     plan: &Plan,
@@ -296,7 +312,17 @@ pub fn validate(
     chosen.sort_by_key(|p| p.point_id);
     let ds = dataset::read_dataset(&opts.out)?;
     let ids = ds.point_ids();
-    let cfgs: Vec<RunConfig> = chosen.iter().map(|p| p.cfg.clone()).collect();
+    let t_run_of = |p: &PlannedPoint| match ds.column("t_run") {
+        Some(Column::Num(v)) => ids
+            .iter()
+            .position(|&id| id == p.point_id)
+            .map_or(f64::NAN, |row| v[row]),
+        _ => f64::NAN,
+    };
+    let cfgs: Vec<RunConfig> = chosen
+        .iter()
+        .map(|p| single_run_to(&p.cfg, t_run_of(p)))
+        .collect();
     let refs = run_batch(&cfgs, Backend::Reference);
 
     let text = |name: &str, row: usize| match ds.column(name) {
