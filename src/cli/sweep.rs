@@ -240,6 +240,13 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                 " (estimate for the cpu backend)"
             }
         );
+        if let Some(max_t) = spec.until_settled {
+            println!(
+                "until_settled = {max_t} s: a run not settled at t_final continues and costs up \
+                 to {:.0}x its share (which runs continue is known only once they ran)",
+                max_t / spec.config.params.t_final
+            );
+        }
         warn_outliers(&work.pending, &costs);
         if let Some(k) = a.validate {
             let ref_cost: f64 = work
