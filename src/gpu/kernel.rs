@@ -274,6 +274,32 @@ fn kick(c: &mut Code, leg: Leg) {
         c.line(format!("let x_{i} = {x};"));
     }
     leg.dense_mul(c, mats.p_inv(), "x", "v");
+    c.line("// Consistent vᵀGv (CPU: kick_leg): re-solve with Δpen = s₁²(s_new − vᵀGv),");
+    c.line("// Δv = −h·s₁·Δs·P⁻¹U·C⁻¹e₁ (w = P⁻¹u₁, the other columns read from P⁻¹).");
+    leg.fe_mul(c, mats.geometric(), "v", "gvn");
+    c.line(format!(
+        "let s_new = ({}) + ({});",
+        leg.dot("v", "gvn", 0..m),
+        leg.dot("v", "gvn", m..l)
+    ));
+    c.line("let e2z = -l21;");
+    c.line("let e3 = (-l31 - l32 * e2z) / d3;");
+    c.line("let e2 = e2z / d2 - l32 * e3;");
+    c.line("let e1 = 1.0 / c11 - l21 * e2 - l31 * e3;");
+    c.line("let dv_scale = -h * s1 * (s_new - vgv);");
+    c.line("let dv1 = dv_scale * e1;");
+    c.line("let dv2b = dv_scale * e2 * u2b;");
+    c.line("let dv2d = dv_scale * e2 * u2d;");
+    c.line("let dv3 = dv_scale * e3 * s3;");
+    for i in 0..l {
+        let mut x = format!("v_{i} += dv1 * w_{i}");
+        if i < m {
+            x += &format!(" + dv2b * {}", p(i, n));
+        } else {
+            x += &format!(" + dv2d * {} + dv3 * {}", p(i - m, n), p(i - m, n - 1));
+        }
+        c.line(format!("{x};"));
+    }
     c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
     c.line("t_work += h * select(0.0, abs(p_k_p * (-omega - psi_dot) * psi_dot), actuated);");
 }

@@ -9,7 +9,7 @@
 //! y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y.
 
 use super::model::{band, Banded, BlockModel};
-use super::simd::{dot, L};
+use super::simd::{dot, dot2, L};
 use crate::params::MAX_NODES;
 
 const LEG_MAX: usize = 4 * MAX_NODES;
@@ -59,21 +59,25 @@ impl<const W: usize> Scratch<W> {
     }
 }
 
-/// y = A x for one component block (2n rows, six fused multiply-adds each).
+/// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
+/// fused multiply-adds each): each row's coefficients are loaded once for both blocks.
 #[inline(always)]
 fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>], y: &mut [L<W>]) {
-    let (x, y) = (&x[..2 * n], &mut y[..2 * n]);
-    for (i, (yi, row)) in y.iter_mut().zip(&a.coef).enumerate() {
+    let mm = 2 * n;
+    let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
+    for (i, row) in a.coef[..mm].iter().enumerate() {
         let c = band(n, i);
-        let mut s = row[0] * x[c[0]];
+        let (mut sx, mut sy) = (row[0] * x[c[0]], row[0] * x[mm + c[0]]);
         for t in 1..6 {
-            s = row[t].mul_add::<F>(x[c[t]], s);
+            sx = row[t].mul_add::<F>(x[c[t]], sx);
+            sy = row[t].mul_add::<F>(x[mm + c[t]], sy);
         }
-        *yi = s;
+        y[i] = sx;
+        y[mm + i] = sy;
     }
 }
 
-/// y = A x and z = B x in one pass over x (the same band).
+/// y = A x and z = B x for both component blocks in one pass over x (the same band).
 #[inline(always)]
 fn banded_mul2<const W: usize, const F: bool>(
     a: &Banded<W>,
@@ -83,17 +87,28 @@ fn banded_mul2<const W: usize, const F: bool>(
     y: &mut [L<W>],
     z: &mut [L<W>],
 ) {
-    let (x, y, z) = (&x[..2 * n], &mut y[..2 * n], &mut z[..2 * n]);
-    for i in 0..2 * n {
+    let mm = 2 * n;
+    let (x, y, z) = (&x[..2 * mm], &mut y[..2 * mm], &mut z[..2 * mm]);
+    for i in 0..mm {
         let c = band(n, i);
         let (ra, rb) = (&a.coef[i], &b.coef[i]);
-        let (mut sa, mut sb) = (ra[0] * x[c[0]], rb[0] * x[c[0]]);
+        let mut s = [
+            ra[0] * x[c[0]],
+            rb[0] * x[c[0]],
+            ra[0] * x[mm + c[0]],
+            rb[0] * x[mm + c[0]],
+        ];
         for t in 1..6 {
-            sa = ra[t].mul_add::<F>(x[c[t]], sa);
-            sb = rb[t].mul_add::<F>(x[c[t]], sb);
+            let (xa, xb) = (x[c[t]], x[mm + c[t]]);
+            s[0] = ra[t].mul_add::<F>(xa, s[0]);
+            s[1] = rb[t].mul_add::<F>(xa, s[1]);
+            s[2] = ra[t].mul_add::<F>(xb, s[2]);
+            s[3] = rb[t].mul_add::<F>(xb, s[3]);
         }
-        y[i] = sa;
-        z[i] = sb;
+        y[i] = s[0];
+        z[i] = s[1];
+        y[mm + i] = s[2];
+        z[mm + i] = s[3];
     }
 }
 
@@ -219,60 +234,42 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         &mut s.r[..l],
         &mut s.z[..l],
     );
-    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv, vᵀGv; and Mv.
-    banded_mul::<W, F>(&m.geometric, n, &q[..mm], &mut gq[..mm]);
-    banded_mul::<W, F>(&m.geometric, n, &q[mm..l], &mut gq[mm..]);
-    let residual = dot::<W, F>(&q[..l], gq) - m.leg_length;
-    let jv = dot::<W, F>(&v[..l], gq) * 2.0;
-    banded_mul2::<W, F>(
-        &m.geometric,
-        &m.mass,
-        n,
-        &v[..mm],
-        &mut tmp[..mm],
-        &mut mv[..mm],
-    );
-    banded_mul2::<W, F>(
-        &m.geometric,
-        &m.mass,
-        n,
-        &v[mm..l],
-        &mut tmp[mm..],
-        &mut mv[mm..],
-    );
+    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ and Jᵀv in one pass over Gq, vᵀGv;
+    // and Mv.
+    banded_mul::<W, F>(&m.geometric, n, q, gq);
+    let [qgq, vgq] = dot2::<W, F>(&q[..l], &v[..l], gq);
+    let (residual, jv) = (qgq - m.leg_length, vgq * 2.0);
+    banded_mul2::<W, F>(&m.geometric, &m.mass, n, v, tmp, mv);
     let vgv = dot::<W, F>(&v[..l], tmp);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
     let pen = (m.lambda * 2.0 + m.lambda_2etamu * m.h) * vgv + m.lambda_eta2 * residual;
-    // Explicit force: bending at q − θhv, gravity, penalty, springs, servo, contact.
+    // Bending at q − θhv.
     for k in 0..l {
         tmp[k] = (-m.theta_h).mul_add::<F>(v[k], q[k]);
     }
-    banded_mul::<W, F>(&m.bending, n, &tmp[..mm], &mut r[..mm]);
-    banded_mul::<W, F>(&m.bending, n, &tmp[mm..], &mut r[mm..]);
-    let pen_j = pen * 2.0;
+    banded_mul::<W, F>(&m.bending, n, tmp, r);
+    // Right-hand side ρMv + λJ(Jᵀv) + h·F in one pass, F = −K_M·K(q − θhv) − pen·J +
+    // weight; the point forces (springs, servo, contact) follow.
+    let c_gq = (m.lambda * jv - m.h * pen) * 2.0;
+    let h_km = -(m.h * m.k_m);
     for k in 0..l {
-        r[k] = (-m.k_m).mul_add::<F>(r[k], -(pen_j * gq[k]));
+        let rest = m.rho.mul_add::<F>(mv[k], c_gq * gq[k]);
+        r[k] = h_km.mul_add::<F>(r[k], rest);
     }
     for k in 0..mm {
-        r[k] += m.weight_load[k];
+        r[k] += m.weight_impulse[k];
     }
-    r[0] += base_force[0];
-    r[2 * n] += base_force[1];
+    r[0] = m.h.mul_add::<F>(base_force[0], r[0]);
+    r[2 * n] = m.h.mul_add::<F>(base_force[1], r[2 * n]);
     let (b1, d1) = (q[ib], q[id]);
     let r2 = b1 * b1 + d1 * d1;
     let (gb, gd) = (-d1 / r2, b1 / r2);
     let k_p = m.k_p_leg[leg];
-    let servo = k_p * m.omega_leg[leg];
-    r[ib] -= servo * gb;
-    r[id] -= servo * gd;
+    let h_servo = m.h * k_p * m.omega_leg[leg];
+    r[ib] -= h_servo * gb;
+    r[id] -= h_servo * gd;
     let contact = q[itip].ge_mask(m.x_t);
-    r[itip] += contact * m.epsilon * (m.x_t - q[itip]);
-    // Right-hand side ρMv + λJ(Jᵀv) + h·F.
-    let lj = m.lambda * jv * 2.0;
-    for k in 0..l {
-        r[k] =
-            m.h.mul_add::<F>(r[k], m.rho.mul_add::<F>(mv[k], lj * gq[k]));
-    }
+    r[itip] += m.h * contact * m.epsilon * (m.x_t - q[itip]);
     // z = P⁻¹r and w = P⁻¹(Gq) (= P⁻¹J / 2) in one pass over P⁻¹, two rows at a
     // time (each right-hand-side entry loaded once per pair of rows).
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
@@ -313,7 +310,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let c23 = s2 * s3 * gd * p_bt;
     let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
     let rhs = [s1 * jz, s2 * (gb * z[ib] + gd * z[id]), s3 * z[ictip]];
-    let y = ldlt3([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]], rhs);
+    let c = Ldlt3::new([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]]);
+    let y = c.solve(rhs);
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
@@ -323,25 +321,64 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         v[i] = z[i] - a1 * w[i] - a2b * pb;
         v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3 * pt;
     }
+    // Consistent vᵀGv: the kick above took vᵀGv at the old velocity, but the drifts
+    // that follow move V by h²·vᵀGv at the new one. Taking σ = s_old + ω(s_new − s_old),
+    // ω = (1 + k)/(2 + k), k = 2hημ, removes the centripetal term from the constraint
+    // dynamics at the kicks (docs/integrators.md). The kick is linear in the penalty,
+    // whose change is Δpen = λ(2 + k)·ω·Δs = s₁²·Δs, so the re-solve is
+    // Δv = −hΔpen·S⁻¹J = −h·s₁·Δs·P⁻¹U·C⁻¹e₁ (S⁻¹U = P⁻¹U·C⁻¹).
+    banded_mul::<W, F>(&m.geometric, n, v, tmp);
+    let s_new = dot::<W, F>(&v[..l], &tmp[..l]);
+    let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
+    let scale = -(m.h * s1 * (s_new - vgv));
+    let (dv1, dv2, dv3) = (scale * e[0] * s1, scale * e[1] * s2, scale * e[2] * s3);
+    let (dv2b, dv2d) = (dv2 * gb, dv2 * gd);
+    for i in 0..mm {
+        let (pb, pt) = (pi(i, n), pi(i, n - 1));
+        v[i] += dv1 * w[i] + dv2b * pb;
+        v[mm + i] += dv1 * w[mm + i] + dv2d * pb + dv3 * pt;
+    }
     let psi_dot = gb * v[ib] + gd * v[id];
     (k_p * (-m.omega_leg[leg] - psi_dot) * psi_dot).abs()
 }
 
-/// Solve the SPD 3×3 system C y = b by LDLᵀ (no pivoting needed: C = I + UᵀP⁻¹U).
-#[inline(always)]
-fn ldlt3<const W: usize>(c: [[L<W>; 3]; 3], b: [L<W>; 3]) -> [L<W>; 3] {
-    let d1 = c[0][0];
-    let (l21, l31) = (c[1][0] / d1, c[2][0] / d1);
-    let d2 = c[1][1] - l21 * l21 * d1;
-    let l32 = (c[2][1] - l31 * l21 * d1) / d2;
-    let d3 = c[2][2] - l31 * l31 * d1 - l32 * l32 * d2;
-    let z1 = b[0];
-    let z2 = b[1] - l21 * z1;
-    let z3 = b[2] - l31 * z1 - l32 * z2;
-    let y3 = z3 / d3;
-    let y2 = z2 / d2 - l32 * y3;
-    let y1 = z1 / d1 - l21 * y2 - l31 * y3;
-    [y1, y2, y3]
+/// LDLᵀ factors of an SPD 3×3 matrix (no pivoting needed: C = I + UᵀP⁻¹U), with the
+/// pivots stored inverted: three divisions per factorisation, none per solve.
+struct Ldlt3<const W: usize> {
+    inv_d: [L<W>; 3],
+    l21: L<W>,
+    l31: L<W>,
+    l32: L<W>,
+}
+
+impl<const W: usize> Ldlt3<W> {
+    #[inline(always)]
+    fn new(c: [[L<W>; 3]; 3]) -> Self {
+        let inv_d1 = L::splat(1.0) / c[0][0];
+        let (l21, l31) = (c[1][0] * inv_d1, c[2][0] * inv_d1);
+        let d2 = c[1][1] - l21 * c[1][0];
+        let inv_d2 = L::splat(1.0) / d2;
+        let l32 = (c[2][1] - l31 * c[1][0]) * inv_d2;
+        let d3 = c[2][2] - l31 * c[2][0] - l32 * l32 * d2;
+        Ldlt3 {
+            inv_d: [inv_d1, inv_d2, L::splat(1.0) / d3],
+            l21,
+            l31,
+            l32,
+        }
+    }
+
+    /// y = C⁻¹b.
+    #[inline(always)]
+    fn solve(&self, b: [L<W>; 3]) -> [L<W>; 3] {
+        let z1 = b[0];
+        let z2 = b[1] - self.l21 * z1;
+        let z3 = b[2] - self.l31 * z1 - self.l32 * z2;
+        let y3 = z3 * self.inv_d[2];
+        let y2 = z2 * self.inv_d[1] - self.l32 * y3;
+        let y1 = z1 * self.inv_d[0] - self.l21 * y2 - self.l31 * y3;
+        [y1, y2, y3]
+    }
 }
 
 /// One DKD-dc step of every lane: half drift, springs and body load at the midpoint,

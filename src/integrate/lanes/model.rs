@@ -55,8 +55,9 @@ pub struct BlockModel<const W: usize> {
     pub mass: Banded<W>,
     pub bending: Banded<W>,
     pub geometric: Banded<W>,
-    /// ρ g · load vector of the X component (the only one gravity acts on).
-    pub weight_load: Vec<L<W>>,
+    /// h·ρg·load vector of the X component (the only one gravity acts on): the weight's
+    /// impulse over one step.
+    pub weight_impulse: Vec<L<W>>,
     /// P⁻¹ of one component block, row-major m×m, m = 2n.
     pub p_inv: Vec<L<W>>,
     pub h: L<W>,
@@ -125,8 +126,8 @@ impl<const W: usize> BlockModel<W> {
             mass: Banded::new(&std::array::from_fn(|j| &r[j].fe.mass), n_nodes),
             bending: Banded::new(&std::array::from_fn(|j| &r[j].fe.bending), n_nodes),
             geometric: Banded::new(&std::array::from_fn(|j| &r[j].fe.geometric), n_nodes),
-            weight_load: (0..m)
-                .map(|k| per(&|j| r[j].p.rho * r[j].p.g * r[j].fe.load[k]))
+            weight_impulse: (0..m)
+                .map(|k| per(&|j| hs[j] * r[j].p.rho * r[j].p.g * r[j].fe.load[k]))
                 .collect(),
             p_inv,
             h,
