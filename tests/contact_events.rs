@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::validation::disagreements;
+use common::validation::disagreements_within;
 use metachron::batch::run_point;
 use metachron::integrate::events::{DenseStep, Switching};
 use metachron::model::contact::gap;
@@ -150,7 +150,10 @@ fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
         r.stats.contact_events
     );
     let c = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
-    let bad = disagreements("grazing point", &c.metrics, &r.metrics);
+    // Walking metrics to 5e-3: the grazing makes them sensitive beyond the scheme's error
+    // (cpu mean speed at h = 2.38e-4, 2e-4, 1.2e-4, 6e-5: 0.137991, 0.138432, 0.138015,
+    // 0.137896 m/s, reference 0.138312; 2026-12-03).
+    let bad = disagreements_within("grazing point", &c.metrics, &r.metrics, 5e-3);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 

@@ -36,11 +36,23 @@ pub fn validation_points() -> Vec<(&'static str, RunConfig)> {
 /// metrics (rad or unitless), 2e-3 relative on displacement, speed and work with a floor
 /// at robot scale (0.3 m, 0.1 m/s, 1 J: a passive robot that barely moves must not be
 /// judged relative to zero), and 0.01 on the duty factor (contact flags switch on output
-/// samples). The inextensibility error is where a fixed explicit-elastic step is weakest
-/// (integrator study: O(h^1.7) spikes when legs strike the ground): we ask that it stays
-/// within 5x of the reference or below 5e-6 of the leg length (50x the paper's 1e-7,
-/// still a constraint held to 0.0005 %).
+/// samples). The inextensibility error: within 5x of the reference, or below 1e-6 of the
+/// leg length. The floor is for passive legs striking the ground: after a strike the
+/// fixed step's positions at step ends carry V ≈ −(h²/4)·vᵀGv (docs/integrators.md,
+/// "Touchdown"), 9.3e-7 on the passive-legs point against the reference's 2.5e-8; every
+/// other point is within 5x since the kick's vᵀGv is consistent (was 5e-6 before).
 pub fn disagreements(name: &str, fast: &Metrics, reference: &Metrics) -> Vec<String> {
+    disagreements_within(name, fast, reference, 2e-3)
+}
+
+/// [`disagreements`] with `walk_rel` (instead of 2e-3) relative on displacement, speed and
+/// work: for points whose walking metrics are sensitive beyond the scheme's error.
+pub fn disagreements_within(
+    name: &str,
+    fast: &Metrics,
+    reference: &Metrics,
+    walk_rel: f64,
+) -> Vec<String> {
     let mut out = Vec::new();
     let mut check = |ok: bool, what: &str, a: f64, b: f64| {
         if !ok {
@@ -82,19 +94,19 @@ pub fn disagreements(name: &str, fast: &Metrics, reference: &Metrics) -> Vec<Str
         reference.mean_frequency,
     );
     check(
-        rel(fast.displacement, reference.displacement, 2e-3, 0.3),
+        rel(fast.displacement, reference.displacement, walk_rel, 0.3),
         "displacement",
         fast.displacement,
         reference.displacement,
     );
     check(
-        rel(fast.mean_speed, reference.mean_speed, 2e-3, 0.1),
+        rel(fast.mean_speed, reference.mean_speed, walk_rel, 0.1),
         "mean_speed",
         fast.mean_speed,
         reference.mean_speed,
     );
     check(
-        rel(fast.work, reference.work, 2e-3, 1.0),
+        rel(fast.work, reference.work, walk_rel, 1.0),
         "work",
         fast.work,
         reference.work,
@@ -106,7 +118,7 @@ pub fn disagreements(name: &str, fast: &Metrics, reference: &Metrics) -> Vec<Str
         reference.duty_factor,
     );
     let (fi, ri) = (fast.max_inextensibility, reference.max_inextensibility);
-    let inext_ok = fi < 5e-6 || (0.2..=5.0).contains(&(fi / ri));
+    let inext_ok = fi < 1e-6 || (0.2..=5.0).contains(&(fi / ri));
     check(inext_ok, "max_inextensibility", fi, ri);
     out
 }
