@@ -439,7 +439,11 @@ fn main() {
         let k = KickConstants::new(&robot, h, theta);
         let k_sub = KickConstants::new(
             &robot,
-            h / if let Variant::Substep(mm) = var { mm as f64 } else { 1.0 },
+            h / if let Variant::Substep(mm) = var {
+                mm as f64
+            } else {
+                1.0
+            },
             theta,
         );
         let (mut q, mut v) = robot.initial_state();
