@@ -254,11 +254,7 @@ fn kick(c: &mut Code, leg: Leg) {
     c.line("let d2 = c22 - l21 * c21;");
     c.line("let l32 = (c32 - l31 * c21) / d2;");
     c.line("let d3 = c33 - l31 * c31 - l32 * l32 * d2;");
-    c.line("let z2 = y2r - l21 * y1r;");
-    c.line("let z3 = y3r - l31 * y1r - l32 * z2;");
-    c.line("let y3 = z3 / d3;");
-    c.line("let y2 = z2 / d2 - l32 * y3;");
-    c.line("let y1 = y1r / c11 - l21 * y2 - l31 * y3;");
+    ldlt_solve(c, ["y1r", "y2r", "y3r"], "y");
     c.line("// v_new = P⁻¹(r − U y).");
     for i in 0..l {
         let mut x = format!("r_{i} - y1 * u1_{i}");
@@ -282,10 +278,7 @@ fn kick(c: &mut Code, leg: Leg) {
         leg.dot("v", "gvn", 0..m),
         leg.dot("v", "gvn", m..l)
     ));
-    c.line("let e2z = -l21;");
-    c.line("let e3 = (-l31 - l32 * e2z) / d3;");
-    c.line("let e2 = e2z / d2 - l32 * e3;");
-    c.line("let e1 = 1.0 / c11 - l21 * e2 - l31 * e3;");
+    ldlt_solve(c, ["1.0", "0.0", "0.0"], "e");
     c.line("let dv_scale = -h * s1 * (s_new - vgv);");
     c.line("let dv1 = dv_scale * e1;");
     c.line("let dv2b = dv_scale * e2 * u2b;");
@@ -302,6 +295,19 @@ fn kick(c: &mut Code, leg: Leg) {
     }
     c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
     c.line("t_work += h * select(0.0, abs(p_k_p * (-omega - psi_dot) * psi_dot), actuated);");
+}
+
+/// `let {out}1..{out}3` = C⁻¹·rhs from the LDLᵀ factors of the kick's 3×3 C (c11 = d1,
+/// l21, l31, l32, d2, d3); CPU: `Ldlt3::solve`.
+fn ldlt_solve(c: &mut Code, rhs: [&str; 3], out: &str) {
+    let [r1, r2, r3] = rhs;
+    c.line(format!("let {out}z2 = {r2} - l21 * {r1};"));
+    c.line(format!("let {out}z3 = {r3} - l31 * {r1} - l32 * {out}z2;"));
+    c.line(format!("let {out}3 = {out}z3 / d3;"));
+    c.line(format!("let {out}2 = {out}z2 / d2 - l32 * {out}3;"));
+    c.line(format!(
+        "let {out}1 = {r1} / c11 - l21 * {out}2 - l31 * {out}3;"
+    ));
 }
 
 /// q += h/2·v for the leg's registers and its body copy (CPU: `q[i] += 0.5 * h * v[i]`).
