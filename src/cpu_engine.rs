@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::SolverError;
 use crate::integrate::continuation::continue_run;
-use crate::integrate::lanes::{run_block_into, Isa, LaneEnd, LaneJob, LaneSink};
+use crate::integrate::lanes::{run_block, Isa, LaneEnd, LaneJob, LaneSink};
 use crate::integrate::schedule::SampleSchedule;
 use crate::integrate::settings::SolverStats;
 use crate::metrics::MetricsAccumulator;
@@ -128,10 +128,10 @@ fn run_one_block(isa: Isa, lanes: &[&Prepared]) -> Vec<PointResult> {
     };
     let ends: Vec<LaneEnd> = match (lanes.len(), isa.lanes()) {
         // A lone instance runs the one-lane kernel rather than a padded block.
-        (1, _) => run_block_into::<1>(isa.one_lane(), &jobs, &mut sink),
-        (_, 8) => run_block_into::<8>(isa, &jobs, &mut sink),
-        (_, 4) => run_block_into::<4>(isa, &jobs, &mut sink),
-        _ => run_block_into::<2>(isa, &jobs, &mut sink),
+        (1, _) => run_block::<1>(isa.one_lane(), &jobs, &mut sink),
+        (_, 8) => run_block::<8>(isa, &jobs, &mut sink),
+        (_, 4) => run_block::<4>(isa, &jobs, &mut sink),
+        _ => run_block::<2>(isa, &jobs, &mut sink),
     };
     let accs = sink.accs;
     // The block's wall time shared among its instances.

@@ -72,6 +72,11 @@ impl MetricsSettings {
         self.window_start.unwrap_or(0.5 * t_final)
     }
 
+    /// Length of the evaluation window of a run of `t_final` (s); a continued run keeps it.
+    pub fn window_len(&self, t_final: f64) -> f64 {
+        t_final - self.window_start(t_final)
+    }
+
     /// Number of output intervals in a run (samples are k·dt_out, k = 0..=count).
     pub fn sample_count(&self, t_final: f64) -> usize {
         (t_final / self.dt_out - 1e-9).ceil().max(1.0) as usize
@@ -359,7 +364,7 @@ impl MetricsAccumulator {
         MetricsAccumulator {
             n,
             window_start,
-            window_len: p.t_final - window_start,
+            window_len: s.window_len(p.t_final),
             t_run: p.t_final,
             thresholds: s.thresholds,
             x_t: p.x_t,

@@ -408,7 +408,7 @@ impl<'a> GpuEngine<'a> {
             for (i, cfg) in cfgs.iter().enumerate() {
                 let m = finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], 0.0);
                 let pl = &mut plans[i];
-                let window_len = cfg.params.t_final - cfg.metrics.window_start(cfg.params.t_final);
+                let window_len = cfg.metrics.window_len(cfg.params.t_final);
                 let next = m
                     .metrics
                     .status

@@ -15,7 +15,7 @@ use crate::error::SettingsError;
 use crate::integrate::lanes::kernel::{BlockState, Scratch};
 use crate::integrate::lanes::model::BlockModel;
 use crate::integrate::lanes::simd::L;
-use crate::integrate::lanes::{run_block_into, Isa, LaneJob, LaneSink};
+use crate::integrate::lanes::{run_block, Isa, LaneJob, LaneSink};
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::MetricsSettings;
 use crate::model::hermite::Dense;
@@ -186,7 +186,7 @@ pub fn integrate(
         max_steps: settings.max_steps,
         deadline,
     };
-    let end = run_block_into::<1>(Isa::solo(), &[job], sink)[0];
+    let end = run_block::<1>(Isa::solo(), &[job], sink)[0];
     let stats = DkdStats {
         steps: end.steps,
         h,

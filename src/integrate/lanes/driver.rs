@@ -50,43 +50,11 @@ pub trait LaneSink {
     fn progress(&mut self, _t: f64) {}
 }
 
-/// A sink from two closures (no lane is continued).
-struct Closures<'a, 'b> {
-    on_sample: &'a mut dyn FnMut(usize, &Sample),
-    on_progress: &'b mut dyn FnMut(f64),
-}
-
-impl LaneSink for Closures<'_, '_> {
-    fn sample(&mut self, lane: usize, s: &Sample) {
-        (self.on_sample)(lane, s)
-    }
-    fn progress(&mut self, t: f64) {
-        (self.on_progress)(t)
-    }
-}
-
-/// Run `jobs` (at most W, all of one shape) as one block on `isa`. `on_sample(lane,
-/// sample)` receives every lane's samples in time order (sample 0 first);
-/// `on_progress` the simulated time of lane 0. A lane past its step budget or
-/// deadline ends `budget_exceeded`.
+/// Run `jobs` (at most W, all of one shape) as one block on `isa`. `sink` receives
+/// every lane's samples in time order (sample 0 first) and the simulated time of lane 0,
+/// and may continue a lane that ends ok ([`LaneSink::extend`]). A lane past its step
+/// budget or deadline ends `budget_exceeded`.
 pub fn run_block<const W: usize>(
-    isa: Isa,
-    jobs: &[LaneJob],
-    on_sample: &mut dyn FnMut(usize, &Sample),
-    on_progress: &mut dyn FnMut(f64),
-) -> Vec<LaneEnd> {
-    run_block_into::<W>(
-        isa,
-        jobs,
-        &mut Closures {
-            on_sample,
-            on_progress,
-        },
-    )
-}
-
-/// As [`run_block`], reporting to `sink`, which may continue lanes that end ok.
-pub fn run_block_into<const W: usize>(
     isa: Isa,
     jobs: &[LaneJob],
     sink: &mut dyn LaneSink,

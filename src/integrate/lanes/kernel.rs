@@ -270,8 +270,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     r[id] -= h_servo * gd;
     let contact = q[itip].ge_mask(m.x_t);
     r[itip] += m.h * contact * m.epsilon * (m.x_t - q[itip]);
-    // z = P⁻¹r and w = P⁻¹(Gq) (= P⁻¹J / 2) in one pass over P⁻¹, two rows at a
-    // time (each right-hand-side entry loaded once per pair of rows).
+    // z = P⁻¹r and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
+    // (each right-hand-side entry loaded once per pair of rows).
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
     for i in (0..mm).step_by(2) {
         let (p0, p1) = (

@@ -13,5 +13,5 @@ pub mod kernel;
 pub mod model;
 pub mod simd;
 
-pub use driver::{run_block, run_block_into, LaneEnd, LaneJob, LaneSink};
+pub use driver::{run_block, LaneEnd, LaneJob, LaneSink};
 pub use isa::Isa;
