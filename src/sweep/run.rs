@@ -204,7 +204,9 @@ pub fn apply_until_settled(
         .map_err(|e| key_err(e.to_string()))?;
     if backend == Backend::Reference {
         return Err(key_err(format!(
-            "continuing unsettled runs to {max_t} s is not supported on backend reference:              the adaptive solver cannot continue a run from its kept state (see              docs/atlas.md); use --backend cpu or gpu, or a longer t_final"
+            "continuing unsettled runs to {max_t} s is not supported on backend reference: \
+             the adaptive solver cannot continue a run from its kept state (see \
+             docs/atlas.md); use --backend cpu or gpu, or a longer t_final"
         )));
     }
     if from_cli.is_some() && spec.until_settled != Some(max_t) {
@@ -288,7 +290,7 @@ pub fn single_run_to(cfg: &RunConfig, t_run: f64) -> RunConfig {
     let mut c = cfg.clone();
     c.until_settled = None;
     if t_run.is_finite() && t_run > cfg.params.t_final {
-        let window_len = cfg.params.t_final - cfg.metrics.window_start(cfg.params.t_final);
+        let window_len = cfg.metrics.window_len(cfg.params.t_final);
         c.params.t_final = t_run;
         c.metrics.window_start = Some(t_run - window_len);
     }
