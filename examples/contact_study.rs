@@ -1,10 +1,13 @@
 //! Diagnosis for issue 9 (batch half): why max |V|/ℓ rises when passive legs touch down
 //! on DKD-dc, and what fixes it. A copy of `dkd::step` (dense kick solve: in f64 the same
-//! result as the Woodbury solve; `copy` reproduces `library` to the last digit) with knobs
+//! result as the Woodbury solve; `copy` is the scheme before both fixes below, `kcorr` the
+//! library's scheme now, reproduced to round-off) with knobs
 //! for candidate fixes, run with only leg 1 actuated; |V|/ℓ after every step and at the
 //! 0.01-s samples.
 //!
 //! `cargo run --release --example contact_study -- library mean1 project_drift theta0.5 ...`
+//! (`corr0.5` with `CORR_DIR=w|j|s|stretch|stretch_tip|jmask|wmask`, `CORR_PRE`, `CORR_JM`,
+//! `CORR_EXACT`, `CORR_ITER`; `kcorr` the kernel's form of `corr0.5`)
 //! Environment: `T_FINAL` (default 20), `SET` (overrides separated by `;`, default
 //! `actuated=1,0,0,0,0,0,0,0,0`), `H_DIV` (divide the automatic step), `TRACE=leg,t0,t1`
 //! (per-step V, Jᵀv, vᵀGv, gap of one leg; with the single argument `reference`, the same
@@ -43,6 +46,49 @@
 //!   breaks the drift consistency: between kicks of steps h and h' the drifts move V by
 //!   ((h + h')/2)·Jᵀv + ((h + h')/2)²·vᵀGv, while the kick assumes h'². A local substep
 //!   needs a transition that accounts for it (this is also why `split` blew up).
+//!
+//! The persistent position correction (`corr<g>`, `kcorr`; 2026-12-03) meets the target:
+//! - Scheme: after the kick, move the leg's midpoint q (so also its step end) by c·d with
+//!   c·J_endᵀd = g·h²·s_new (s = vᵀGv after the kick). The next midpoint's V then rises by
+//!   (1 + g)h²s instead of h²s, the step end by (¼ + g)h²s, and the step end is the mean
+//!   of the two midpoints when g = ½ (V_end − ½(V_m + V_{m+1}) = (g/2 − ¼)h²s). Redoing
+//!   the stiff-limit analysis of docs/integrators.md with p_m = (V_{m+1} − V_m)/h =
+//!   u_m + (1 + g)h·s_m, the centripetal terms cancel in (1 + k)p_{m+1} = p_m − hη²V_{m+1}
+//!   when (2 + k)σ = (1 − g)·s_old + (1 + g)(1 + k)·s_new (g = 0 is the library's ω).
+//!   So the midpoints follow Bayo's dynamics as before and now the step ends do too.
+//! - Measured (20 s, leg 1 driven; reference 8.25e-8, Y_b 0.765995 m):
+//!   d = (ρM)⁻¹J 1.41e-7, Y_b 0.765198; d = J 8.25e-8, 0.766197; uniform stretch about the
+//!   base 8.87e-8, 0.764482 (about the tip 8.25e-8, 0.764694); d masked at the base node and
+//!   tip (`CORR_DIR=jmask`, `wmask`) diverges (a rough d excites the top modes);
+//!   d = S⁻¹J (the kick's own response, `CORR_DIR=s`) 8.26e-8, Y_b 0.766061. With
+//!   α = β = 50 (reference 5.97e-8, Y_b 0.460856; library 6.35e-7, 0.460820): d = (ρM)⁻¹J
+//!   1.14e-7, 0.460798; J 1.13e-7, 0.460800; S⁻¹J 7.9e-8, 0.460826.
+//! - `kcorr` (d = S⁻¹J, c from J_mᵀd alone, s_new before the closed-form correction: what
+//!   the lane kernel has at hand, J_mᵀS⁻¹J·s₁ = 1 − (C⁻¹e₁)₁): 8.26e-8 (1.0×) and 4.55e-8
+//!   (0.8×), Y_b 0.766061 and 0.460826; V/ℓ stays at ~1e-8 through leg 4's strike
+//!   (`TRACE=4,0.818,0.8225`: library −5e-7 … −3e-6). The 3-s validation points
+//!   (paper, passive, weak coupling, soft legs, N = 5, n = 3, n = 8, Δφ = −90°): 9.79e-8,
+//!   2.47e-8, 3.43e-8, 4.35e-8, 5.37e-8, 9.79e-8, 9.79e-8, 9.93e-8 (library 1.03e-7,
+//!   9.31e-7, 1.06e-7, 7.65e-8, 5.84e-8, 1.03e-7, 9.85e-8, 1.06e-7), Y_b within 1e-6 of the
+//!   library's except passive legs (0.275841 vs 0.275814, reference 0.275469) and weak
+//!   coupling (0.796769 vs 0.796844, reference 0.796619). Stability limit unchanged (both
+//!   run at h = 0.01/36, both diverge at 0.01/35).
+//! - g is derived, not tuned: g = 0.4, 0.45, 0.55, 0.6 leave per-step maxima 5.9e-7,
+//!   2.9e-7, 3.1e-7, 6.1e-7 (≈ |½ − g|·h²·212); the exact second-order terms of the shift
+//!   (c·h·vᵀGd, c²·dᵀGd, the previous shift's 2c·dᵀGv in J_{m+1}ᵀv: `CORR_EXACT=1`) and a
+//!   second re-solve change nothing visible.
+//! - Y_b over 20 s with passive strikes scatters with the step by ~1e-3 for both schemes
+//!   (steps per 0.01 s = 42, 43, 45, 48, 52, 84: library 0.765989, 0.765738, 0.766175,
+//!   0.765690, 0.765049, 0.764019; `corr0.5` with d = S⁻¹J 0.766061, 0.765494, 0.764282,
+//!   0.766575, 0.764893, 0.765538): the library's 8e-6 at the default step is luck.
+//! - The price: the stored velocity is no longer tangent at the step end,
+//!   J_endᵀv = −(h/2)·vᵀGv (−2.5e-2 at s = 212; library and reference ~1e-7), an O(h)
+//!   error in the constraint-normal velocity that does not accumulate (the shift gives it
+//!   back each step). With one direction for the shift of q and v, a step end on the
+//!   midpoints' interpolant and a tangent velocity exclude each other.
+//! - Why our vᵀGv is ~4× the reference's after a strike: for a mode at ωh = 1.68 DKD's
+//!   velocity amplitude is 1/√(1 − (ωh/2)²) = 1.84 times the one the same impulse gives the
+//!   exact flow (the invariant is v² + ω²q_m q_{m+1} = ω²A²(1 − (ωh/2)²)), so vᵀGv is 3.4×.
 
 use metachron::integrate::dkd::{step, DkdSettings, KickConstants};
 use metachron::model::robot::basal_gradient;
@@ -55,7 +101,7 @@ enum Variant {
     Library,
     /// The library's step with bending implicitness θ in the kick (`DkdSettings::theta`).
     Theta(f64),
-    /// This file's copy of it (must reproduce `Library`).
+    /// This file's copy of the step before the fixes (`kcorr` reproduces today's `Library`).
     Copy,
     /// Re-solve the kick once with vᵀGv taken at the new velocity (penalty and dc terms).
     ResolveVgv,
@@ -83,6 +129,13 @@ enum Variant {
     /// Contact force and friction scaled by the fraction of the step the tip spends in
     /// contact on the straight-line prediction X(t) = X_n + t·Ẋ_n.
     Fraction,
+    /// Persistent position correction: after the kick the leg is moved along
+    /// w = (ρM)⁻¹J_m so that V at the step end rises by g·h²·vᵀGv (g = ½: the step end
+    /// is the mean of the two midpoints' V), and the kick's vᵀGv is re-derived for the
+    /// modified drift: (2 + k)σ = (1 − g)·s_old + (1 + g)(1 + k)·s_new.
+    Corr(f64),
+    /// `Corr(0.5)` in the form a kernel would compute it (see `Knobs::corr_kernel`).
+    CorrKernel,
 }
 
 #[derive(Default)]
@@ -93,6 +146,10 @@ struct Knobs {
     iterations: usize,
     fraction: bool,
     linear: bool,
+    corr: Option<f64>,
+    /// The kernel's form of `Corr`: d = S⁻¹J_m, c from J_mᵀd and the pre-correction vᵀGv
+    /// (overrides `CORR_DIR`, `CORR_PRE`, `CORR_JM`).
+    corr_kernel: bool,
 }
 
 fn knobs(var: Variant) -> Knobs {
@@ -136,8 +193,22 @@ fn knobs(var: Variant) -> Knobs {
             drift_only: true,
             ..none
         },
+        Variant::Corr(g) => Knobs {
+            corr: Some(g),
+            ..none
+        },
+        Variant::CorrKernel => Knobs {
+            corr: Some(0.5),
+            corr_kernel: true,
+            ..none
+        },
         _ => none,
     }
+}
+
+thread_local! {
+    /// Per leg, the previous correction's term in the next kick's vᵀGv (`CORR_EXACT`).
+    static TAU: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// One leg's kick: dense solve of S v_new = r (S = P + Σ uuᵀ), as `dkd::kick_leg`.
@@ -277,6 +348,7 @@ fn step_copy(robot: &Robot, h: f64, q: &mut [f64], v: &mut [f64], kn: &Knobs) {
             0.0
         };
         let s_old = robot.constraint_terms(ql, vl).vgv;
+        let mut shift: Option<(f64, Vec<f64>)> = None;
         let mut s_assumed = s_old;
         kick(robot, h, i, ql, vl, base[i], s_old, cfrac, &mut v_new);
         if let Some(wt) = kn.resolve {
@@ -295,6 +367,126 @@ fn step_copy(robot: &Robot, h: f64, q: &mut [f64], v: &mut [f64], kn: &Knobs) {
                 s_assumed = s_used;
                 kick(robot, h, i, ql, vl, base[i], s_used, cfrac, &mut v_new);
             }
+        }
+        if let Some(g) = kn.corr {
+            let k2 = 2.0 * h * p.eta * p.mu;
+            let exact = std::env::var("CORR_EXACT").is_ok();
+            let iters: usize = std::env::var("CORR_ITER")
+                .ok()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(1);
+            let v_first = v_new.clone();
+            // The direction d: P⁻¹J_m ∝ (ρM)⁻¹J_m by default; CORR_DIR=j: J_m; s: S⁻¹J_m;
+            // stretch / stretch_tip: uniform stretch about the base / the tip.
+            let ct = robot.constraint_terms(ql, vl);
+            let jm: Vec<f64> = ct.gq[..l].iter().map(|g| 2.0 * g).collect();
+            let mut d = vec![0.0; l];
+            let dir = if kn.corr_kernel {
+                "s".to_string()
+            } else {
+                std::env::var("CORR_DIR").unwrap_or_default()
+            };
+            if dir == "s" {
+                // S⁻¹J (the kick's own response to the penalty), from the kick's linearity.
+                let mut v_unit = vec![0.0; l];
+                kick(
+                    robot,
+                    h,
+                    i,
+                    ql,
+                    vl,
+                    base[i],
+                    s_old + 1.0,
+                    cfrac,
+                    &mut v_unit,
+                );
+                for k in 0..l {
+                    d[k] = v_first[k] - v_unit[k];
+                }
+            } else if dir.starts_with('j') {
+                d.copy_from_slice(&jm);
+            } else if dir.starts_with("stretch") {
+                // Jᵀd = 2(V + ℓ), no base motion nor basal rotation (about the base).
+                let ix = robot.idx;
+                let o = if dir == "stretch_tip" { ix.tip() } else { 0 };
+                for k in 0..robot.n_nodes {
+                    d[ix.a(k)] = ql[ix.a(k)] - ql[ix.a(o)];
+                    d[ix.c(k)] = ql[ix.c(k)] - ql[ix.c(o)];
+                    d[ix.b(k)] = ql[ix.b(k)];
+                    d[ix.d(k)] = ql[ix.d(k)];
+                }
+            } else {
+                robot.mass_inv.mul(&jm[..m], &mut d[..m]);
+                robot.mass_inv.mul(&jm[m..], &mut d[m..]);
+            }
+            if dir.ends_with("mask") {
+                // No shift of the base node (springs, servo) nor of the tip (contact, friction).
+                let ix = robot.idx;
+                for k in [
+                    ix.a(0),
+                    ix.b(0),
+                    ix.c(0),
+                    ix.d(0),
+                    ix.a(ix.tip()),
+                    ix.c(ix.tip()),
+                ] {
+                    d[k] = 0.0;
+                }
+            }
+            let mut gd = vec![0.0; l];
+            robot.fe.geometric.mul(&d[..m], &mut gd[..m]);
+            robot.fe.geometric.mul(&d[m..], &mut gd[m..]);
+            let jd: f64 = jm.iter().zip(&d).map(|(a, b)| a * b).sum();
+            let dgd: f64 = d.iter().zip(&gd).map(|(a, b)| a * b).sum();
+            // c with c·J_endᵀd = g·h²·s (J_end = J_m + hGv), and the terms of the next
+            // midpoint's V and of J_{m+1}ᵀv beyond g·h²·s (exact mode).
+            let jm_only = kn.corr_kernel || std::env::var("CORR_JM").is_ok();
+            let shift_of = |vn: &[f64]| {
+                let s = robot.fe.geometric.quad(&vn[..m]) + robot.fe.geometric.quad(&vn[m..]);
+                let vgd: f64 = vn.iter().zip(&gd).map(|(a, b)| a * b).sum();
+                // CORR_JM: J_mᵀd alone (the kernel has it for free: (1 − C⁻¹e₁)₁/s₁).
+                let c = g * h * h * s / if jm_only { jd } else { jd + h * vgd };
+                (s, c, vgd)
+            };
+            let prev = TAU.with(|t| t.borrow().get(i).copied().unwrap_or(0.0));
+            let mut s_pre = 0.0;
+            for _ in 0..iters {
+                let (s_new, c, vgd) = shift_of(&v_new);
+                s_pre = s_new;
+                let mut rhs = (1.0 - g) * s_old + (1.0 + g) * (1.0 + k2) * s_new;
+                if exact {
+                    let extra = c * h * vgd + c * c * dgd;
+                    rhs += (1.0 + k2) * extra / (h * h) + prev;
+                }
+                kick(
+                    robot,
+                    h,
+                    i,
+                    ql,
+                    vl,
+                    base[i],
+                    rhs / (2.0 + k2),
+                    cfrac,
+                    &mut v_new,
+                );
+            }
+            let (_, c_fin, vgd) = shift_of(&v_new);
+            let c = if kn.corr_kernel || std::env::var("CORR_PRE").is_ok() {
+                let vgd0: f64 = v_new.iter().zip(&gd).map(|(a, b)| a * b).sum();
+                g * h * h * s_pre / if jm_only { jd } else { jd + h * vgd0 }
+            } else {
+                c_fin
+            };
+            // τ = (ε − extra/h)/h for the next kick: ε = 2c·dᵀGv, extra = c·h·vᵀGd + c²·dᵀGd.
+            let tau = (c * vgd - c * c * dgd / h) / h;
+            TAU.with(|t| {
+                let mut t = t.borrow_mut();
+                if t.len() < robot.n_legs {
+                    t.resize(robot.n_legs, 0.0);
+                }
+                t[i] = tau;
+            });
+            shift = Some((c, d));
         }
         if kn.project {
             // f(α) = V_{n+1}(v_new + αw) − target, V_{n+1} = V_m + (h/2)J_mᵀv' + (h²/4)v'ᵀGv'.
@@ -329,7 +521,12 @@ fn step_copy(robot: &Robot, h: f64, q: &mut [f64], v: &mut [f64], kn: &Knobs) {
                 }
             }
         }
-        v[r].copy_from_slice(&v_new);
+        v[r.clone()].copy_from_slice(&v_new);
+        if let Some((c, w)) = shift {
+            for (x, y) in q[r].iter_mut().zip(&w) {
+                *x += c * y;
+            }
+        }
     }
     let o = robot.n_legs * l;
     let mut load = springs;
@@ -363,6 +560,8 @@ fn main() {
                 "resolve" => Variant::ResolveVgv,
                 s if s.starts_with("mean") => Variant::ResolveVgvMean(s[4..].parse().unwrap_or(1)),
                 "fraction" => Variant::Fraction,
+                "kcorr" => Variant::CorrKernel,
+                s if s.starts_with("corr") => Variant::Corr(s[4..].parse().unwrap_or(0.5)),
                 "project" => Variant::Project,
                 "project_drift" => Variant::ProjectDrift,
                 "both" => Variant::MeanProject,
@@ -446,6 +645,7 @@ fn main() {
             },
             theta,
         );
+        TAU.with(|t| t.borrow_mut().clear());
         let (mut q, mut v) = robot.initial_state();
         let n = (t_final / h).round() as usize;
         let (mut worst_step, mut worst_sample, mut at) = (0.0f64, 0.0f64, 0.0);
@@ -463,6 +663,8 @@ fn main() {
                 | Variant::ProjectDrift
                 | Variant::MeanProject
                 | Variant::MeanProjectLinear
+                | Variant::Corr(_)
+                | Variant::CorrKernel
                 | Variant::Fraction => step_copy(&robot, h, &mut q, &mut v, &knobs(var)),
                 Variant::Substep(mm) => {
                     let tol: f64 = std::env::var("SUB_TOL")

@@ -1,7 +1,7 @@
 //! Issue 9's two 20-s runs: only leg 1 driven, so passive legs strike the ground again and
 //! again (with the paper's couplings, and with α = β = 50). The batch engines against the
 //! stiff reference, with the validation tolerances and two tighter checks that the
-//! consistent vᵀGv of the kick brought (docs/integrators.md, "Touchdown").
+//! touchdown fixes brought (docs/integrators.md, "Touchdown").
 //!
 //! Opt-in, because the two reference runs take about a minute each:
 //! `cargo test --release --test touchdown -- --ignored --nocapture`
@@ -56,14 +56,17 @@ fn passive_legs_striking_the_ground_for_20_s() {
                 f.max_inextensibility, r.max_inextensibility, f.displacement, r.displacement
             );
             failures.extend(disagreements(&format!("{engine} {name}"), f, r));
-            // Measured 11.3x and 10.6x (43x and 38x before the fix); the rest is the step-end
-            // (h²/4)·vᵀGv term that DKD keeps at this step.
-            if ratio > 15.0 {
+            // Issue 9's bound. Measured 1.0x and 0.76x (43x and 38x before the consistent
+            // vᵀGv, 11.3x and 10.6x before the touchdown correction moved the step end).
+            if ratio > 5.0 {
                 failures.push(format!(
                     "{engine} {name}: max |V|/l {ratio:.1}x the reference"
                 ));
             }
-            // Measured 7.9e-6 and 7.9e-5 (1.7e-3 and 7.9e-5 before the fix).
+            // Measured 8.6e-5 and 6.5e-5 (1.7e-3 and 7.9e-5 before the consistent vᵀGv; 7.9e-6
+            // and 7.9e-5 with it alone). Over 20 s of strikes the displacement scatters by
+            // ~1e-3 with the step size on either scheme (docs/integrators.md), so this bound
+            // is about the scheme at its default step, not a convergence statement.
             if disp > 1e-4 {
                 failures.push(format!("{engine} {name}: displacement off by {disp:.1e}"));
             }

@@ -103,7 +103,6 @@ fn matrix_set(robot: &Robot, h: f64, theta: f64) -> Vec<f64> {
     let m = 2 * robot.n_nodes;
     let lay = MatrixLayout { m };
     let mut out = vec![0.0; lay.stride()];
-    out[lay.mass()..lay.mass() + m * m].copy_from_slice(&robot.fe.mass.a);
     out[lay.bending()..lay.bending() + m * m].copy_from_slice(&robot.fe.bending.a);
     out[lay.geometric()..lay.geometric() + m * m].copy_from_slice(&robot.fe.geometric.a);
     let k = KickConstants::new(robot, h, theta);

@@ -95,15 +95,17 @@ impl Leg {
     }
 
     /// `{lhs}_i = (A x)_i` for both blocks, A dense (P⁻¹); `lhs` is `let w` for a new
-    /// value or `v` to overwrite the velocity registers.
-    fn dense_mul(&self, c: &mut Code, at: usize, x: &str, lhs: &str) {
+    /// value, or `v` to overwrite the velocity registers with `keep`·v + A x.
+    fn dense_mul(&self, c: &mut Code, at: usize, x: &str, lhs: &str, keep: Option<&str>) {
         let m = self.m();
         for blk in 0..2 {
             for r in 0..m {
+                let i = blk * m + r;
                 let terms: Vec<String> = (0..m)
                     .map(|col| format!("{} * {x}_{}", self.mat(at, r, col), blk * m + col))
                     .collect();
-                c.line(format!("{lhs}_{} = {};", blk * m + r, terms.join(" + ")));
+                let kept = keep.map_or(String::new(), |k| format!("{k} * {lhs}_{i} + "));
+                c.line(format!("{lhs}_{i} = {kept}{};", terms.join(" + ")));
             }
         }
     }
@@ -151,6 +153,7 @@ fn kick(c: &mut Code, leg: Leg) {
         "epsilon",
         "nu",
         "theta",
+        "zeta",
     ] {
         c.line(format!("let p_{p} = instances[ri].{p};"));
     }
@@ -176,9 +179,15 @@ fn kick(c: &mut Code, leg: Leg) {
         "let pen = p_lambda * (2.0 * vgv + p_eta * p_eta * v_res) \
          + 2.0 * p_lambda * p_eta * p_mu * h * vgv;",
     );
+    c.line("// The inertia term ρMv of the right-hand side is a·Pv − aθh²K_M·Kv, a = ρ/(ρ + hζ):");
+    c.line(
+        "// its P⁻¹ is a·v (added after the solve), the rest moves the bending to θ' = (1 − a)θ.",
+    );
+    c.line("let p_a = p_rho / (p_rho + h * p_zeta);");
+    c.line("let theta_h = (1.0 - p_a) * p_theta * h;");
     c.line("// Explicit force F_exp: bending, gravity, penalty, springs, servo, contact.");
     for i in 0..l {
-        c.line(format!("let tb_{i} = q_{i} - p_theta * h * v_{i};"));
+        c.line(format!("let tb_{i} = q_{i} - theta_h * v_{i};"));
     }
     leg.fe_mul(c, mats.bending(), "tb", "kb");
     c.line(format!("let b1 = q_{ib};"));
@@ -211,12 +220,9 @@ fn kick(c: &mut Code, leg: Leg) {
         }
         c.line(format!("let f_{i} = {f};"));
     }
-    c.line("// r = ρMv + λJ(Jᵀv) + h·F_exp");
-    leg.fe_mul(c, mats.mass(), "v", "mv");
+    c.line("// r' = λJ(Jᵀv) + h·F_exp (r = a·Pv + r')");
     for i in 0..l {
-        c.line(format!(
-            "let r_{i} = p_rho * mv_{i} + p_lambda * j_{i} * jv + h * f_{i};"
-        ));
+        c.line(format!("let r_{i} = p_lambda * j_{i} * jv + h * f_{i};"));
     }
     c.line("// Woodbury, three columns: u₁ = s₁J; u₂ = s₂(gb e_b1 + gd e_d1) (servo);");
     c.line("// u₃ = s₃ e_cn (tip friction); s₂, s₃ = 0 while inactive.");
@@ -229,7 +235,7 @@ fn kick(c: &mut Code, leg: Leg) {
         c.line(format!("let u1_{i} = s1 * j_{i};"));
     }
     c.line("// w = P⁻¹u₁; P⁻¹u₂ and P⁻¹u₃ are columns of P⁻¹ (entries read where needed).");
-    leg.dense_mul(c, mats.p_inv(), "u1", "let w");
+    leg.dense_mul(c, mats.p_inv(), "u1", "let w", None);
     let p = |r: usize, col: usize| leg.mat(mats.p_inv(), r, col);
     c.line(format!("let c11 = {} + 1.0;", leg.dot("u1", "w", 0..l)));
     c.line(format!("let c21 = u2b * w_{ib} + u2d * w_{id};"));
@@ -240,14 +246,20 @@ fn kick(c: &mut Code, leg: Leg) {
     ));
     c.line(format!("let c32 = s3 * {} * u2d;", p(n - 1, n)));
     c.line(format!("let c33 = s3 * {} * s3 + 1.0;", p(n - 1, n - 1)));
-    c.line("// Uᵀ P⁻¹ r.");
-    c.line(format!("let y1r = {};", leg.dot("w", "r", 0..l)));
+    c.line("// Uᵀ P⁻¹ r = Uᵀ(a·v + P⁻¹r').");
     c.line(format!(
-        "let y2r = u2b * ({}) + u2d * ({});",
+        "let y1r = p_a * s1 * jv + {};",
+        leg.dot("w", "r", 0..l)
+    ));
+    c.line(format!(
+        "let y2r = p_a * (u2b * v_{ib} + u2d * v_{id}) + u2b * ({}) + u2d * ({});",
         leg.p_row(n, "r", 0),
         leg.p_row(n, "r", m)
     ));
-    c.line(format!("let y3r = s3 * ({});", leg.p_row(n - 1, "r", m)));
+    c.line(format!(
+        "let y3r = s3 * (p_a * v_{cn} + {});",
+        leg.p_row(n - 1, "r", m)
+    ));
     c.line("// C y = Uᵀ P⁻¹ r by LDLᵀ (C is SPD: I plus a Gram matrix).");
     c.line("let l21 = c21 / c11;");
     c.line("let l31 = c31 / c11;");
@@ -255,7 +267,7 @@ fn kick(c: &mut Code, leg: Leg) {
     c.line("let l32 = (c32 - l31 * c21) / d2;");
     c.line("let d3 = c33 - l31 * c31 - l32 * l32 * d2;");
     ldlt_solve(c, ["y1r", "y2r", "y3r"], "y");
-    c.line("// v_new = P⁻¹(r − U y).");
+    c.line("// v_new = a·v + P⁻¹(r' − U y).");
     for i in 0..l {
         let mut x = format!("r_{i} - y1 * u1_{i}");
         if i == ib {
@@ -269,9 +281,10 @@ fn kick(c: &mut Code, leg: Leg) {
         }
         c.line(format!("let x_{i} = {x};"));
     }
-    leg.dense_mul(c, mats.p_inv(), "x", "v");
-    c.line("// Consistent vᵀGv (CPU: kick_leg): re-solve with Δpen = s₁²(s_new − vᵀGv),");
-    c.line("// Δv = −h·s₁·Δs·P⁻¹U·C⁻¹e₁ (w = P⁻¹u₁, the other columns read from P⁻¹).");
+    leg.dense_mul(c, mats.p_inv(), "x", "v", Some("p_a"));
+    c.line("// Touchdown correction (CPU: kick_leg): along D = P⁻¹U·C⁻¹e₁ = s₁S⁻¹J the");
+    c.line("// kick is re-solved for its consistent vᵀGv, (2 + k)σ = ½s_old + (3/2)(1 + k)s_new,");
+    c.line("// and the midpoint moves by ½h²·s_new·S⁻¹J/(JᵀS⁻¹J), JᵀS⁻¹J = (1 − e1)/s₁².");
     leg.fe_mul(c, mats.geometric(), "v", "gvn");
     c.line(format!(
         "let s_new = ({}) + ({});",
@@ -279,19 +292,25 @@ fn kick(c: &mut Code, leg: Leg) {
         leg.dot("v", "gvn", m..l)
     ));
     ldlt_solve(c, ["1.0", "0.0", "0.0"], "e");
-    c.line("let dv_scale = -h * s1 * (s_new - vgv);");
-    c.line("let dv1 = dv_scale * e1;");
-    c.line("let dv2b = dv_scale * e2 * u2b;");
-    c.line("let dv2d = dv_scale * e2 * u2d;");
-    c.line("let dv3 = dv_scale * e3 * s3;");
+    c.line("let k_pen = 2.0 * h * p_eta * p_mu;");
+    c.line("let dv_scale = -h * s1 * (1.5 * s_new - (1.5 + k_pen) / (1.0 + k_pen) * vgv);");
+    c.line("let dq_scale = 0.5 * h * h * s_new * s1 / (1.0 - e1);");
+    c.line("let dd2b = e2 * u2b;");
+    c.line("let dd2d = e2 * u2d;");
+    c.line("let dd3 = e3 * s3;");
     for i in 0..l {
-        let mut x = format!("v_{i} += dv1 * w_{i}");
-        if i < m {
-            x += &format!(" + dv2b * {}", p(i, n));
+        let d = if i < m {
+            format!("e1 * w_{i} + dd2b * {}", p(i, n))
         } else {
-            x += &format!(" + dv2d * {} + dv3 * {}", p(i - m, n), p(i - m, n - 1));
-        }
-        c.line(format!("{x};"));
+            format!(
+                "e1 * w_{i} + dd2d * {} + dd3 * {}",
+                p(i - m, n),
+                p(i - m, n - 1)
+            )
+        };
+        c.line(format!("let dd_{i} = {d};"));
+        c.line(format!("v_{i} += dv_scale * dd_{i};"));
+        c.line(format!("q_{i} += dq_scale * dd_{i};"));
     }
     c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
     c.line("t_work += h * select(0.0, abs(p_k_p * (-omega - psi_dot) * psi_dot), actuated);");

@@ -63,23 +63,21 @@ pub struct MatrixLayout {
 }
 
 impl MatrixLayout {
-    pub fn mass(&self) -> usize {
+    /// The kick needs no mass matrix: its inertia term is a·v after the solve.
+    pub fn bending(&self) -> usize {
         0
     }
-    pub fn bending(&self) -> usize {
+    pub fn geometric(&self) -> usize {
         self.m * self.m
     }
-    pub fn geometric(&self) -> usize {
+    pub fn p_inv(&self) -> usize {
         2 * self.m * self.m
     }
-    pub fn p_inv(&self) -> usize {
+    pub fn load(&self) -> usize {
         3 * self.m * self.m
     }
-    pub fn load(&self) -> usize {
-        4 * self.m * self.m
-    }
     pub fn stride(&self) -> usize {
-        4 * self.m * self.m + self.m
+        3 * self.m * self.m + self.m
     }
 }
 

@@ -77,38 +77,42 @@ fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>]
     }
 }
 
-/// y = A x and z = B x for both component blocks in one pass over x (the same band).
+/// One pass over a leg's band for the kick's three products: Gq, Kq and Gv (both
+/// component blocks; each row's column indices, coefficients and operands loaded once).
 #[inline(always)]
-fn banded_mul2<const W: usize, const F: bool>(
-    a: &Banded<W>,
-    b: &Banded<W>,
+#[allow(clippy::too_many_arguments)]
+fn banded_pass<const W: usize, const F: bool>(
+    g: &Banded<W>,
+    k: &Banded<W>,
     n: usize,
-    x: &[L<W>],
-    y: &mut [L<W>],
-    z: &mut [L<W>],
+    q: &[L<W>],
+    v: &[L<W>],
+    gq: &mut [L<W>],
+    kq: &mut [L<W>],
+    gv: &mut [L<W>],
 ) {
     let mm = 2 * n;
-    let (x, y, z) = (&x[..2 * mm], &mut y[..2 * mm], &mut z[..2 * mm]);
+    let (q, v) = (&q[..2 * mm], &v[..2 * mm]);
+    let (gq, kq, gv) = (&mut gq[..2 * mm], &mut kq[..2 * mm], &mut gv[..2 * mm]);
     for i in 0..mm {
         let c = band(n, i);
-        let (ra, rb) = (&a.coef[i], &b.coef[i]);
-        let mut s = [
-            ra[0] * x[c[0]],
-            rb[0] * x[c[0]],
-            ra[0] * x[mm + c[0]],
-            rb[0] * x[mm + c[0]],
-        ];
-        for t in 1..6 {
-            let (xa, xb) = (x[c[t]], x[mm + c[t]]);
-            s[0] = ra[t].mul_add::<F>(xa, s[0]);
-            s[1] = rb[t].mul_add::<F>(xa, s[1]);
-            s[2] = ra[t].mul_add::<F>(xb, s[2]);
-            s[3] = rb[t].mul_add::<F>(xb, s[3]);
+        let (rg, rk) = (&g.coef[i], &k.coef[i]);
+        let mut s = [L::zero(); 6];
+        for t in 0..6 {
+            let (qx, qy, vx, vy) = (q[c[t]], q[mm + c[t]], v[c[t]], v[mm + c[t]]);
+            s[0] = rg[t].mul_add::<F>(qx, s[0]);
+            s[1] = rg[t].mul_add::<F>(qy, s[1]);
+            s[2] = rk[t].mul_add::<F>(qx, s[2]);
+            s[3] = rk[t].mul_add::<F>(qy, s[3]);
+            s[4] = rg[t].mul_add::<F>(vx, s[4]);
+            s[5] = rg[t].mul_add::<F>(vy, s[5]);
         }
-        y[i] = s[0];
-        z[i] = s[1];
-        y[mm + i] = s[2];
-        z[mm + i] = s[3];
+        gq[i] = s[0];
+        gq[mm + i] = s[1];
+        kq[i] = s[2];
+        kq[mm + i] = s[3];
+        gv[i] = s[4];
+        gv[mm + i] = s[5];
     }
 }
 
@@ -214,13 +218,14 @@ fn body_and_springs<const W: usize, const NN: usize>(
     load
 }
 
-/// One leg's kick: `q` at the midpoint, `v` old velocities in, new velocities out.
+/// One leg's kick: `q` at the midpoint (moved by the touchdown correction), `v` old
+/// velocities in, new velocities out.
 /// Returns the leg's actuation power |M0 ψ̇| at the new velocity.
 #[inline(always)]
 fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     leg: usize,
-    q: &[L<W>],
+    q: &mut [L<W>],
     v: &mut [L<W>],
     base_force: [L<W>; 2],
     s: &mut Scratch<W>,
@@ -228,33 +233,32 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let n = nodes::<W, NN>(m);
     let (mm, l) = (2 * n, 4 * n);
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
-    let (gq, tmp, r, mv) = (
-        &mut s.gq[..l],
-        &mut s.tmp[..l],
-        &mut s.r[..l],
-        &mut s.z[..l],
-    );
-    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ and Jᵀv in one pass over Gq, vᵀGv;
-    // and Mv.
-    banded_mul::<W, F>(&m.geometric, n, q, gq);
+    let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
+    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ and Jᵀv in one pass over Gq, and
+    // vᵀGv; bending K(q − θ'hv), in the same pass as Gq where θ' = 0 in every lane.
+    if m.explicit_bending {
+        banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r, tmp);
+    } else {
+        for k in 0..l {
+            tmp[k] = (-m.theta_h).mul_add::<F>(v[k], q[k]);
+        }
+        banded_mul::<W, F>(&m.bending, n, tmp, r);
+        banded_mul::<W, F>(&m.geometric, n, q, gq);
+        banded_mul::<W, F>(&m.geometric, n, v, tmp);
+    }
     let [qgq, vgq] = dot2::<W, F>(&q[..l], &v[..l], gq);
     let (residual, jv) = (qgq - m.leg_length, vgq * 2.0);
-    banded_mul2::<W, F>(&m.geometric, &m.mass, n, v, tmp, mv);
     let vgv = dot::<W, F>(&v[..l], tmp);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
     let pen = (m.lambda * 2.0 + m.lambda_2etamu * m.h) * vgv + m.lambda_eta2 * residual;
-    // Bending at q − θhv.
-    for k in 0..l {
-        tmp[k] = (-m.theta_h).mul_add::<F>(v[k], q[k]);
-    }
-    banded_mul::<W, F>(&m.bending, n, tmp, r);
-    // Right-hand side ρMv + λJ(Jᵀv) + h·F in one pass, F = −K_M·K(q − θhv) − pen·J +
-    // weight; the point forces (springs, servo, contact) follow.
+    // Right-hand side r' = λJ(Jᵀv) + h·F in one pass, F = −K_M·K(q − θ'hv) − pen·J +
+    // weight; the point forces (springs, servo, contact) follow. The inertia term ρMv
+    // of the kick's right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is
+    // a·v, added after the solve, and the rest is the θ' = (1 − a)θ of the bending.
     let c_gq = (m.lambda * jv - m.h * pen) * 2.0;
     let h_km = -(m.h * m.k_m);
     for k in 0..l {
-        let rest = m.rho.mul_add::<F>(mv[k], c_gq * gq[k]);
-        r[k] = h_km.mul_add::<F>(r[k], rest);
+        r[k] = h_km.mul_add::<F>(r[k], c_gq * gq[k]);
     }
     for k in 0..mm {
         r[k] += m.weight_impulse[k];
@@ -270,7 +274,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     r[id] -= h_servo * gd;
     let contact = q[itip].ge_mask(m.x_t);
     r[itip] += m.h * contact * m.epsilon * (m.x_t - q[itip]);
-    // z = P⁻¹r and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
+    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
     // (each right-hand-side entry loaded once per pair of rows).
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
     for i in (0..mm).step_by(2) {
@@ -291,8 +295,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         }
         for row in 0..2 {
             let (o, ii) = (4 * row, i + row);
-            z[ii] = acc[o];
-            z[mm + ii] = acc[o + 1];
+            z[ii] = m.inertia_share.mul_add::<F>(v[ii], acc[o]);
+            z[mm + ii] = m.inertia_share.mul_add::<F>(v[mm + ii], acc[o + 1]);
             w[ii] = acc[o + 2] * 2.0;
             w[mm + ii] = acc[o + 3] * 2.0;
         }
@@ -321,22 +325,32 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         v[i] = z[i] - a1 * w[i] - a2b * pb;
         v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3 * pt;
     }
-    // Consistent vᵀGv: the kick above took vᵀGv at the old velocity, but the drifts
-    // that follow move V by h²·vᵀGv at the new one. Taking σ = s_old + ω(s_new − s_old),
-    // ω = (1 + k)/(2 + k), k = 2hημ, removes the centripetal term from the constraint
-    // dynamics at the kicks (docs/integrators.md). The kick is linear in the penalty,
-    // whose change is Δpen = λ(2 + k)·ω·Δs = s₁²·Δs, so the re-solve is
-    // Δv = −hΔpen·S⁻¹J = −h·s₁·Δs·P⁻¹U·C⁻¹e₁ (S⁻¹U = P⁻¹U·C⁻¹).
+    // Touchdown correction (docs/integrators.md, "Touchdown"), in two parts sharing the
+    // direction D = P⁻¹U·C⁻¹e₁ = s₁·S⁻¹J (the kick's own response to its penalty):
+    // - the leg's midpoint moves by ½h²·s_new along S⁻¹J/(JᵀS⁻¹J), so that V at the
+    //   step end is the mean of the neighbouring midpoints' V (without it the end of
+    //   the drift lies (h²/4)·vᵀGv inside the constraint, and vᵀGv is large while a
+    //   struck leg rattles). JᵀS⁻¹J = (1 − (C⁻¹e₁)₁)/s₁² costs nothing.
+    // - the kick's vᵀGv is the one that makes the midpoints follow the penalty's
+    //   dynamics with the shifted drift: (2 + k)σ = ½·s_old + (3/2)(1 + k)·s_new,
+    //   k = 2hημ. The kick is linear in the penalty, which changes by
+    //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − a·s_old), a = (3/2 + k)/(1 + k); the
+    //   re-solve is Δv = −h·s₁·(3/2·s_new − a·s_old)·D.
     banded_mul::<W, F>(&m.geometric, n, v, tmp);
     let s_new = dot::<W, F>(&v[..l], &tmp[..l]);
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
-    let scale = -(m.h * s1 * (s_new - vgv));
-    let (dv1, dv2, dv3) = (scale * e[0] * s1, scale * e[1] * s2, scale * e[2] * s3);
-    let (dv2b, dv2d) = (dv2 * gb, dv2 * gd);
+    let dv = -(m.h * s1 * (s_new * 1.5 - m.touchdown_old * vgv));
+    let dq = m.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
+    let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
+    let (d2b, d2d) = (d2 * gb, d2 * gd);
     for i in 0..mm {
         let (pb, pt) = (pi(i, n), pi(i, n - 1));
-        v[i] += dv1 * w[i] + dv2b * pb;
-        v[mm + i] += dv1 * w[mm + i] + dv2d * pb + dv3 * pt;
+        let dx = d1.mul_add::<F>(w[i], d2b * pb);
+        let dy = d1.mul_add::<F>(w[mm + i], d2d.mul_add::<F>(pb, d3 * pt));
+        v[i] = dv.mul_add::<F>(dx, v[i]);
+        v[mm + i] = dv.mul_add::<F>(dy, v[mm + i]);
+        q[i] = dq.mul_add::<F>(dx, q[i]);
+        q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
     }
     let psi_dot = gb * v[ib] + gd * v[id];
     (k_p * (-m.omega_leg[leg] - psi_dot) * psi_dot).abs()
@@ -399,7 +413,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     let mut power = L::zero();
     for (i, &bf) in base_force.iter().enumerate() {
         let r = i * l..(i + 1) * l;
-        power += kick_leg::<W, F, NN>(m, i, &st.q[r.clone()], &mut st.v[r], bf, s);
+        power += kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s);
     }
     s.base_force = base_force;
     let o = m.n_legs * l;

@@ -52,7 +52,6 @@ impl<const W: usize> Banded<W> {
 pub struct BlockModel<const W: usize> {
     pub n_legs: usize,
     pub n_nodes: usize,
-    pub mass: Banded<W>,
     pub bending: Banded<W>,
     pub geometric: Banded<W>,
     /// h·ρg·load vector of the X component (the only one gravity acts on): the weight's
@@ -61,8 +60,17 @@ pub struct BlockModel<const W: usize> {
     /// P⁻¹ of one component block, row-major m×m, m = 2n.
     pub p_inv: Vec<L<W>>,
     pub h: L<W>,
+    /// θ'h = (1 − a)θh: the kick's bending is taken at q − θ'hv once its inertia term
+    /// ρMv has been rewritten through P (see `inertia_share`).
     pub theta_h: L<W>,
-    pub rho: L<W>,
+    /// ½h², and a = (3/2 + k)/(1 + k), k = 2hημ: the touchdown correction's shift of
+    /// the midpoint and its weight of the old vᵀGv (`kernel::kick_leg`).
+    pub half_h2: L<W>,
+    pub touchdown_old: L<W>,
+    /// Whether θ' = 0 in every lane (the default): bending at q, in the pass over q.
+    pub explicit_bending: bool,
+    /// a = ρ/(ρ + hζ): P⁻¹ρMv = a·v − aθh²K_M·P⁻¹Kv.
+    pub inertia_share: L<W>,
     pub k_m: L<W>,
     pub lambda: L<W>,
     /// λη² and 2λημ: the penalty's stiffness and damping factors.
@@ -117,13 +125,15 @@ impl<const W: usize> BlockModel<W> {
         let lambda = par(&|p| p.lambda);
         let eta = par(&|p| p.eta);
         let mu = par(&|p| p.mu);
+        let k_pen = h * eta * mu * 2.0;
+        let inertia_share = par(&|p| p.rho) / (par(&|p| p.rho) + h * par(&|p| p.zeta));
+        let theta_h = (L::splat(1.0) - inertia_share) * L(th) * h;
         let k_p_leg: Vec<L<W>> = (0..n_legs)
             .map(|i| per(&|j| if r[j].p.actuated[i] { r[j].p.k_p } else { 0.0 }))
             .collect();
         BlockModel {
             n_legs,
             n_nodes,
-            mass: Banded::new(&std::array::from_fn(|j| &r[j].fe.mass), n_nodes),
             bending: Banded::new(&std::array::from_fn(|j| &r[j].fe.bending), n_nodes),
             geometric: Banded::new(&std::array::from_fn(|j| &r[j].fe.geometric), n_nodes),
             weight_impulse: (0..m)
@@ -131,8 +141,11 @@ impl<const W: usize> BlockModel<W> {
                 .collect(),
             p_inv,
             h,
-            theta_h: L(th) * h,
-            rho: par(&|p| p.rho),
+            theta_h,
+            half_h2: h * h * 0.5,
+            touchdown_old: (k_pen + 1.5) / (k_pen + 1.0),
+            explicit_bending: theta_h.0.iter().all(|&x| x == 0.0),
+            inertia_share,
             k_m: par(&|p| p.k_m),
             lambda,
             lambda_eta2: lambda * eta * eta,
