@@ -9,7 +9,7 @@
 //! y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y.
 
 use super::model::{band, Banded, BlockModel};
-use super::simd::{dot, dot2, L};
+use super::simd::{dot, L};
 use crate::params::MAX_NODES;
 
 const LEG_MAX: usize = 4 * MAX_NODES;
@@ -59,26 +59,12 @@ impl<const W: usize> Scratch<W> {
     }
 }
 
-/// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
-/// fused multiply-adds each): each row's coefficients are loaded once for both blocks.
-#[inline(always)]
-fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>], y: &mut [L<W>]) {
-    let mm = 2 * n;
-    let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
-    for (i, row) in a.coef[..mm].iter().enumerate() {
-        let c = band(n, i);
-        let (mut sx, mut sy) = (row[0] * x[c[0]], row[0] * x[mm + c[0]]);
-        for t in 1..6 {
-            sx = row[t].mul_add::<F>(x[c[t]], sx);
-            sy = row[t].mul_add::<F>(x[mm + c[t]], sy);
-        }
-        y[i] = sx;
-        y[mm + i] = sy;
-    }
-}
-
-/// One pass over a leg's band for the kick's three products: Gq, Kq and Gv (both
-/// component blocks; each row's column indices, coefficients and operands loaded once).
+/// The kick's pass over a leg's band: Gq and Kq for both component blocks, with the
+/// quadratic forms [qᵀGq, vᵀGq, vᵀGv] summed on the way (Gv itself is not kept).
+///
+/// Rows k and n + k (value and slope equations of node k) have the same six columns
+/// (`band`), so they go together: each operand is loaded once for twelve products, and
+/// twelve independent sums hide the multiply-add latency.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn banded_pass<const W: usize, const F: bool>(
@@ -89,31 +75,99 @@ fn banded_pass<const W: usize, const F: bool>(
     v: &[L<W>],
     gq: &mut [L<W>],
     kq: &mut [L<W>],
-    gv: &mut [L<W>],
-) {
+) -> [L<W>; 3] {
     let mm = 2 * n;
     let (q, v) = (&q[..2 * mm], &v[..2 * mm]);
-    let (gq, kq, gv) = (&mut gq[..2 * mm], &mut kq[..2 * mm], &mut gv[..2 * mm]);
-    for i in 0..mm {
-        let c = band(n, i);
-        let (rg, rk) = (&g.coef[i], &k.coef[i]);
-        let mut s = [L::zero(); 6];
+    let (gq, kq) = (&mut gq[..2 * mm], &mut kq[..2 * mm]);
+    let mut forms = [L::zero(); 6];
+    for node in 0..n {
+        let c = band(n, node);
+        let rows = [node, n + node];
+        let (rg, rk) = (
+            [&g.coef[rows[0]], &g.coef[rows[1]]],
+            [&k.coef[rows[0]], &k.coef[rows[1]]],
+        );
+        // Per row: Gq (X, Y), Kq (X, Y), Gv (X, Y).
+        let mut s = [[L::zero(); 6]; 2];
         for t in 0..6 {
             let (qx, qy, vx, vy) = (q[c[t]], q[mm + c[t]], v[c[t]], v[mm + c[t]]);
-            s[0] = rg[t].mul_add::<F>(qx, s[0]);
-            s[1] = rg[t].mul_add::<F>(qy, s[1]);
-            s[2] = rk[t].mul_add::<F>(qx, s[2]);
-            s[3] = rk[t].mul_add::<F>(qy, s[3]);
-            s[4] = rg[t].mul_add::<F>(vx, s[4]);
-            s[5] = rg[t].mul_add::<F>(vy, s[5]);
+            for r in 0..2 {
+                let (a, b) = (rg[r][t], rk[r][t]);
+                s[r][0] = a.mul_add::<F>(qx, s[r][0]);
+                s[r][1] = a.mul_add::<F>(qy, s[r][1]);
+                s[r][2] = b.mul_add::<F>(qx, s[r][2]);
+                s[r][3] = b.mul_add::<F>(qy, s[r][3]);
+                s[r][4] = a.mul_add::<F>(vx, s[r][4]);
+                s[r][5] = a.mul_add::<F>(vy, s[r][5]);
+            }
         }
-        gq[i] = s[0];
-        gq[mm + i] = s[1];
-        kq[i] = s[2];
-        kq[mm + i] = s[3];
-        gv[i] = s[4];
-        gv[mm + i] = s[5];
+        for (r, &i) in rows.iter().enumerate() {
+            let [gx, gy, kx, ky, vgx, vgy] = s[r];
+            gq[i] = gx;
+            gq[mm + i] = gy;
+            kq[i] = kx;
+            kq[mm + i] = ky;
+            let o = 3 * r;
+            forms[o] = q[i].mul_add::<F>(gx, q[mm + i].mul_add::<F>(gy, forms[o]));
+            forms[o + 1] = v[i].mul_add::<F>(gx, v[mm + i].mul_add::<F>(gy, forms[o + 1]));
+            forms[o + 2] = v[i].mul_add::<F>(vgx, v[mm + i].mul_add::<F>(vgy, forms[o + 2]));
+        }
     }
+    [
+        forms[0] + forms[3],
+        forms[1] + forms[4],
+        forms[2] + forms[5],
+    ]
+}
+
+/// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
+/// fused multiply-adds each), rows k and n + k together as in [`banded_pass`].
+#[inline(always)]
+fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>], y: &mut [L<W>]) {
+    let mm = 2 * n;
+    let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
+    for node in 0..n {
+        let c = band(n, node);
+        let rows = [node, n + node];
+        let ra = [&a.coef[rows[0]], &a.coef[rows[1]]];
+        let mut s = [[L::zero(); 2]; 2];
+        for t in 0..6 {
+            let (xx, xy) = (x[c[t]], x[mm + c[t]]);
+            for r in 0..2 {
+                s[r][0] = ra[r][t].mul_add::<F>(xx, s[r][0]);
+                s[r][1] = ra[r][t].mul_add::<F>(xy, s[r][1]);
+            }
+        }
+        for (r, &i) in rows.iter().enumerate() {
+            y[i] = s[r][0];
+            y[mm + i] = s[r][1];
+        }
+    }
+}
+
+/// xᵀAx over both component blocks, A banded (rows paired as in [`banded_mul`]).
+#[inline(always)]
+fn banded_quad<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>]) -> L<W> {
+    let mm = 2 * n;
+    let x = &x[..2 * mm];
+    let mut form = [L::zero(); 2];
+    for node in 0..n {
+        let c = band(n, node);
+        let rows = [node, n + node];
+        let ra = [&a.coef[rows[0]], &a.coef[rows[1]]];
+        let mut s = [[L::zero(); 2]; 2];
+        for t in 0..6 {
+            let (xx, xy) = (x[c[t]], x[mm + c[t]]);
+            for r in 0..2 {
+                s[r][0] = ra[r][t].mul_add::<F>(xx, s[r][0]);
+                s[r][1] = ra[r][t].mul_add::<F>(xy, s[r][1]);
+            }
+        }
+        for (r, &i) in rows.iter().enumerate() {
+            form[r] = x[i].mul_add::<F>(s[r][0], x[mm + i].mul_add::<F>(s[r][1], form[r]));
+        }
+    }
+    form[0] + form[1]
 }
 
 /// Force on the end `p` of a spring (stiffness k, rest length l0) whose other end is
@@ -234,21 +288,16 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let (mm, l) = (2 * n, 4 * n);
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
     let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
-    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ and Jᵀv in one pass over Gq, and
-    // vᵀGv; bending K(q − θ'hv), in the same pass as Gq where θ' = 0 in every lane.
-    if m.explicit_bending {
-        banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r, tmp);
-    } else {
+    // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv and vᵀGv, and the bending
+    // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default).
+    let [qgq, vgq, vgv] = banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r);
+    if !m.explicit_bending {
         for k in 0..l {
             tmp[k] = (-m.theta_h).mul_add::<F>(v[k], q[k]);
         }
         banded_mul::<W, F>(&m.bending, n, tmp, r);
-        banded_mul::<W, F>(&m.geometric, n, q, gq);
-        banded_mul::<W, F>(&m.geometric, n, v, tmp);
     }
-    let [qgq, vgq] = dot2::<W, F>(&q[..l], &v[..l], gq);
     let (residual, jv) = (qgq - m.leg_length, vgq * 2.0);
-    let vgv = dot::<W, F>(&v[..l], tmp);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
     let pen = (m.lambda * 2.0 + m.lambda_2etamu * m.h) * vgv + m.lambda_eta2 * residual;
     // Right-hand side r' = λJ(Jᵀv) + h·F in one pass, F = −K_M·K(q − θ'hv) − pen·J +
@@ -336,8 +385,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     //   k = 2hημ. The kick is linear in the penalty, which changes by
     //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − a·s_old), a = (3/2 + k)/(1 + k); the
     //   re-solve is Δv = −h·s₁·(3/2·s_new − a·s_old)·D.
-    banded_mul::<W, F>(&m.geometric, n, v, tmp);
-    let s_new = dot::<W, F>(&v[..l], &tmp[..l]);
+    let s_new = banded_quad::<W, F>(&m.geometric, n, v);
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
     let dv = -(m.h * s1 * (s_new * 1.5 - m.touchdown_old * vgv));
     let dq = m.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);

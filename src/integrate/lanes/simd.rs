@@ -124,15 +124,3 @@ pub fn dot<const W: usize, const F: bool>(a: &[L<W>], b: &[L<W>]) -> L<W> {
     }
     s[0] + s[1]
 }
-
-/// (Σ a_k·c_k, Σ b_k·c_k): two dot products against one vector in one pass over it.
-#[inline(always)]
-pub fn dot2<const W: usize, const F: bool>(a: &[L<W>], b: &[L<W>], c: &[L<W>]) -> [L<W>; 2] {
-    let mut s = [L::zero(); 4];
-    for (k, ((x, y), z)) in a.iter().zip(b).zip(c).enumerate() {
-        let o = 2 * (k % 2);
-        s[o] = x.mul_add::<F>(*z, s[o]);
-        s[o + 1] = y.mul_add::<F>(*z, s[o + 1]);
-    }
-    [s[0] + s[2], s[1] + s[3]]
-}
