@@ -300,17 +300,17 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let (residual, jv) = (qgq - m.leg_length, vgq * 2.0);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
     let pen = (m.lambda * 2.0 + m.lambda_2etamu * m.h) * vgv + m.lambda_eta2 * residual;
-    // Right-hand side r' = λJ(Jᵀv) + h·F in one pass, F = −K_M·K(q − θ'hv) − pen·J +
-    // weight; the point forces (springs, servo, contact) follow. The inertia term ρMv
-    // of the kick's right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is
-    // a·v, added after the solve, and the rest is the θ' = (1 − a)θ of the bending.
+    // Right-hand side r' = λJ(Jᵀv) + h·F, F = −K_M·K(q − θ'hv) − pen·J + weight + the
+    // point forces (springs, servo, contact). The inertia term ρMv of the kick's
+    // right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is a·v, added after
+    // the solve, and the rest is the θ' = (1 − a)θ of the bending. The multiple c·Gq of
+    // J enters after the solve too, as c·P⁻¹Gq (a column of the same pass), so the pass
+    // over P⁻¹ need not wait for the quadratic forms.
     let c_gq = (m.lambda * jv - m.h * pen) * 2.0;
     let h_km = -(m.h * m.k_m);
-    for k in 0..l {
-        r[k] = h_km.mul_add::<F>(r[k], c_gq * gq[k]);
-    }
     for k in 0..mm {
-        r[k] += m.weight_impulse[k];
+        r[k] = h_km.mul_add::<F>(r[k], m.weight_impulse[k]);
+        r[mm + k] = h_km * r[mm + k];
     }
     r[0] = m.h.mul_add::<F>(base_force[0], r[0]);
     r[2 * n] = m.h.mul_add::<F>(base_force[1], r[2 * n]);
@@ -324,7 +324,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let contact = q[itip].ge_mask(m.x_t);
     r[itip] += m.h * contact * m.epsilon * (m.x_t - q[itip]);
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
-    // (each right-hand-side entry loaded once per pair of rows).
+    // (each right-hand-side entry loaded once per pair of rows); r above lacks c·Gq.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
     for i in (0..mm).step_by(2) {
         let (p0, p1) = (
@@ -344,8 +344,12 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         }
         for row in 0..2 {
             let (o, ii) = (4 * row, i + row);
-            z[ii] = m.inertia_share.mul_add::<F>(v[ii], acc[o]);
-            z[mm + ii] = m.inertia_share.mul_add::<F>(v[mm + ii], acc[o + 1]);
+            let (zx, zy) = (
+                c_gq.mul_add::<F>(acc[o + 2], acc[o]),
+                c_gq.mul_add::<F>(acc[o + 3], acc[o + 1]),
+            );
+            z[ii] = m.inertia_share.mul_add::<F>(v[ii], zx);
+            z[mm + ii] = m.inertia_share.mul_add::<F>(v[mm + ii], zy);
             w[ii] = acc[o + 2] * 2.0;
             w[mm + ii] = acc[o + 3] * 2.0;
         }
