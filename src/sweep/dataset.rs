@@ -484,6 +484,15 @@ pub fn schema_mismatch(
                     f.data_type()
                 ))
             }
+            // The unit lives in the field's metadata, outside the content digest.
+            Ok(g) if g.metadata() != f.metadata() => {
+                return Some(format!(
+                    "column `{}` has metadata {:?}, expected {:?}",
+                    f.name(),
+                    g.metadata(),
+                    f.metadata()
+                ))
+            }
             Ok(_) => {}
         }
     }
