@@ -150,10 +150,13 @@ fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
         r.stats.contact_events
     );
     let c = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
-    // Walking metrics to 5e-3: the grazing makes them sensitive beyond the scheme's error
-    // (cpu mean speed at h = 2.38e-4, 2e-4, 1.2e-4, 6e-5: 0.137991, 0.138432, 0.138015,
-    // 0.137896 m/s, reference 0.138312; 2026-12-03).
-    let bad = disagreements_within("grazing point", &c.metrics, &r.metrics, 5e-3);
+    // Walking metrics to 5e-3 and phase-like ones to 3e-3: the grazing makes them
+    // sensitive beyond the scheme's error (cpu mean speed at h = 2.38e-4, 2e-4, 1.2e-4,
+    // 6e-5: 0.137991, 0.138432, 0.138015, 0.137896 m/s, reference 0.138312; min PLV at
+    // h = auto, 2e-4, 1.25e-4, 6.25e-5, 3.125e-5: 0.740588, 0.740451, 0.742702, 0.740224,
+    // 0.742291 with the touchdown correction and 0.741678, 0.741920, 0.740472, 0.740830,
+    // 0.742834 before it, reference 0.742313; 2026-12-03).
+    let bad = disagreements_within("grazing point", &c.metrics, &r.metrics, 5e-3, 3e-3);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
