@@ -387,8 +387,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // - the kick's vᵀGv is the one that makes the midpoints follow the penalty's
     //   dynamics with the shifted drift: (2 + k)σ = ½·s_old + (3/2)(1 + k)·s_new,
     //   k = 2hημ. The kick is linear in the penalty, which changes by
-    //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − a·s_old), a = (3/2 + k)/(1 + k); the
-    //   re-solve is Δv = −h·s₁·(3/2·s_new − a·s_old)·D.
+    //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − b·s_old), b = (3/2 + k)/(1 + k); the
+    //   re-solve is Δv = −h·s₁·(3/2·s_new − b·s_old)·D.
     let s_new = banded_quad::<W, F>(&m.geometric, n, v);
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
     let dv = -(m.h * s1 * (s_new * 1.5 - m.touchdown_old * vgv));

@@ -63,7 +63,7 @@ pub struct BlockModel<const W: usize> {
     /// θ'h = (1 − a)θh: the kick's bending is taken at q − θ'hv once its inertia term
     /// ρMv has been rewritten through P (see `inertia_share`).
     pub theta_h: L<W>,
-    /// ½h², and a = (3/2 + k)/(1 + k), k = 2hημ: the touchdown correction's shift of
+    /// ½h², and b = (3/2 + k)/(1 + k), k = 2hημ: the touchdown correction's shift of
     /// the midpoint and its weight of the old vᵀGv (`kernel::kick_leg`).
     pub half_h2: L<W>,
     pub touchdown_old: L<W>,
