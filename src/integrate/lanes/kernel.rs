@@ -5,8 +5,10 @@
 //!
 //! Per leg the kick solves (P + UUᵀ) v⁺ = r with P = (ρ + hζ)M + θh²K_M·K constant,
 //! U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·e_tip]: z = P⁻¹r and P⁻¹J in one pass over
-//! P⁻¹, the servo and friction columns of P⁻¹ read directly, a 3×3 LDLᵀ for
-//! y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y.
+//! P⁻¹ (the inertia part of r needs no product: P⁻¹ρMv = a·v, a = ρ/(ρ + hζ), with the
+//! bending at q − (1 − a)θhv), the servo and friction columns of P⁻¹ read directly, a
+//! 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y; last the touchdown
+//! correction of v⁺ and of the leg's midpoint (docs/integrators.md, "Touchdown").
 
 use super::model::{band, Banded, BlockModel};
 use super::simd::{dot, L};
