@@ -5,8 +5,10 @@
 //! One step: half drift q += h/2·v; springs at the midpoint; one linearly implicit kick
 //! per leg in which every velocity-proportional term (ζ damping, Bayo's penalty damping
 //! with the drift-consistency term, the basal servo, tip friction) is implicit, solved by
-//! Woodbury on the constant P = (ρ + hζ)M + θh²K_M·K; the body kick with implicit damping;
-//! half drift with the new velocities. Elastic, spring, gravity and contact forces stay
+//! Woodbury on the constant P = (ρ + hζ)M + θh²K_M·K, then the touchdown correction (the
+//! kick's vᵀGv made consistent with the drifts, and the leg's midpoint moved so that the
+//! step end lies on the midpoints' constraint interpolant); the body kick with implicit
+//! damping; half drift with the new velocities. Elastic, spring, gravity and contact forces stay
 //! explicit, so the step is bounded by the top bending mode: h < 2/ω_max (θ = 0).
 
 use serde::{Deserialize, Serialize};
