@@ -122,6 +122,29 @@ fn banded_pass<const W: usize, const F: bool>(
     ]
 }
 
+/// Rows `node` and n + `node` of A (their six columns are the same) against both
+/// component blocks of x: [[row node: X, Y], [row n + node: X, Y]].
+#[inline(always)]
+fn node_rows<const W: usize, const F: bool>(
+    a: &Banded<W>,
+    n: usize,
+    x: &[L<W>],
+    node: usize,
+) -> [[L<W>; 2]; 2] {
+    let mm = 2 * n;
+    let c = band(n, node);
+    let ra = [&a.coef[node], &a.coef[n + node]];
+    let mut s = [[L::zero(); 2]; 2];
+    for t in 0..6 {
+        let (xx, xy) = (x[c[t]], x[mm + c[t]]);
+        for r in 0..2 {
+            s[r][0] = ra[r][t].mul_add::<F>(xx, s[r][0]);
+            s[r][1] = ra[r][t].mul_add::<F>(xy, s[r][1]);
+        }
+    }
+    s
+}
+
 /// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
 /// fused multiply-adds each), rows k and n + k together as in [`banded_pass`].
 #[inline(always)]
@@ -129,18 +152,8 @@ fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>]
     let mm = 2 * n;
     let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
     for node in 0..n {
-        let c = band(n, node);
-        let rows = [node, n + node];
-        let ra = [&a.coef[rows[0]], &a.coef[rows[1]]];
-        let mut s = [[L::zero(); 2]; 2];
-        for t in 0..6 {
-            let (xx, xy) = (x[c[t]], x[mm + c[t]]);
-            for r in 0..2 {
-                s[r][0] = ra[r][t].mul_add::<F>(xx, s[r][0]);
-                s[r][1] = ra[r][t].mul_add::<F>(xy, s[r][1]);
-            }
-        }
-        for (r, &i) in rows.iter().enumerate() {
+        let s = node_rows::<W, F>(a, n, x, node);
+        for (r, i) in [node, n + node].into_iter().enumerate() {
             y[i] = s[r][0];
             y[mm + i] = s[r][1];
         }
@@ -154,18 +167,8 @@ fn banded_quad<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>
     let x = &x[..2 * mm];
     let mut form = [L::zero(); 2];
     for node in 0..n {
-        let c = band(n, node);
-        let rows = [node, n + node];
-        let ra = [&a.coef[rows[0]], &a.coef[rows[1]]];
-        let mut s = [[L::zero(); 2]; 2];
-        for t in 0..6 {
-            let (xx, xy) = (x[c[t]], x[mm + c[t]]);
-            for r in 0..2 {
-                s[r][0] = ra[r][t].mul_add::<F>(xx, s[r][0]);
-                s[r][1] = ra[r][t].mul_add::<F>(xy, s[r][1]);
-            }
-        }
-        for (r, &i) in rows.iter().enumerate() {
+        let s = node_rows::<W, F>(a, n, x, node);
+        for (r, i) in [node, n + node].into_iter().enumerate() {
             form[r] = x[i].mul_add::<F>(s[r][0], x[mm + i].mul_add::<F>(s[r][1], form[r]));
         }
     }
@@ -291,7 +294,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
     let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
     // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv and vᵀGv, and the bending
-    // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default).
+    // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default); otherwise
+    // the pass's Kq is replaced (θ > 0 is a library setting, not worth a second pass kind).
     let [qgq, vgq, vgv] = banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r);
     if !m.explicit_bending {
         for k in 0..l {
