@@ -4,34 +4,23 @@
 
 mod common;
 
-use common::validation::{disagreements, validation_points};
-use metachron::batch::run_batch;
-use metachron::gpu::run_gpu_batch;
-use metachron::simulate::{Backend, RunConfig};
+use common::validation::{disagreements, run_engines, validation_points};
+use metachron::simulate::RunConfig;
 
 #[test]
 fn batch_engines_match_the_reference_on_eight_diverse_points() {
     let points = validation_points();
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
-    let reference = run_batch(&cfgs, Backend::Reference);
-    let cpu = run_batch(&cfgs, Backend::Cpu);
-    let ctx = common::gpu::gpu_context("batch_engines_match_the_reference (gpu part)");
-    let gpu = ctx
-        .as_ref()
-        .map(|ctx| run_gpu_batch(&metachron::gpu::GpuEngine::new(ctx), &cfgs));
+    let runs = run_engines(&cfgs, "batch_engines_match_the_reference (gpu part)");
     let mut failures = Vec::new();
-    for (k, ((name, _), r)) in points.iter().zip(&reference).enumerate() {
-        let r = r.as_ref().expect("reference ran");
+    for (k, ((name, _), r)) in points.iter().zip(&runs.reference).enumerate() {
         assert!(
             r.metrics.status.is_ok(),
             "{name}: reference {:?}",
             r.metrics.status
         );
-        let mut engines = vec![("cpu", cpu[k].as_ref().expect("cpu ran"))];
-        if let Some(g) = &gpu {
-            engines.push(("gpu", g[k].as_ref().expect("gpu ran")));
-        }
-        for (engine, f) in engines {
+        for (engine, results) in &runs.engines {
+            let f = &results[k];
             eprintln!(
                 "{engine} {name:>14}: disp {:.6} vs {:.6}, lag {:.6} vs {:.6}, work {:.4} vs {:.4}, inext {:.2e} vs {:.2e}",
                 f.metrics.displacement,

@@ -8,10 +8,8 @@
 
 mod common;
 
-use common::validation::disagreements;
-use metachron::batch::run_batch;
-use metachron::gpu::run_gpu_batch;
-use metachron::simulate::{Backend, RunConfig};
+use common::validation::{disagreements, run_engines};
+use metachron::simulate::RunConfig;
 
 fn run(overrides: &[&str]) -> RunConfig {
     let mut cfg = RunConfig::default();
@@ -34,21 +32,13 @@ fn passive_legs_striking_the_ground_for_20_s() {
         ),
     ];
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
-    let reference = run_batch(&cfgs, Backend::Reference);
-    let cpu = run_batch(&cfgs, Backend::Cpu);
-    let ctx = common::gpu::gpu_context("passive_legs_striking_the_ground (gpu part)");
-    let gpu = ctx
-        .as_ref()
-        .map(|ctx| run_gpu_batch(&metachron::gpu::GpuEngine::new(ctx), &cfgs));
+    let runs = run_engines(&cfgs, "passive_legs_striking_the_ground (gpu part)");
     let mut failures = Vec::new();
     for (k, (name, _)) in points.iter().enumerate() {
-        let r = &reference[k].as_ref().expect("reference ran").metrics;
+        let r = &runs.reference[k].metrics;
         assert!(r.status.is_ok(), "{name}: reference {:?}", r.status);
-        let mut engines = vec![("cpu", &cpu[k].as_ref().expect("cpu ran").metrics)];
-        if let Some(g) = &gpu {
-            engines.push(("gpu", &g[k].as_ref().expect("gpu ran").metrics));
-        }
-        for (engine, f) in engines {
+        for (engine, results) in &runs.engines {
+            let f = &results[k].metrics;
             let ratio = f.max_inextensibility / r.max_inextensibility;
             let disp = (f.displacement - r.displacement).abs() / r.displacement.abs();
             eprintln!(

@@ -1,8 +1,10 @@
 //! The eight validation points of the GPU-engine issue and the tolerances that judge a
 //! fixed-step backend against the stiff reference (shared by the batch tests).
 
+use metachron::batch::run_batch;
+use metachron::gpu::{run_gpu_batch, GpuEngine};
 use metachron::metrics::Metrics;
-use metachron::simulate::RunConfig;
+use metachron::simulate::{Backend, PointResult, RunConfig};
 
 /// A point over a short horizon (3 s, window from 1.5 s).
 pub fn point(overrides: &[&str]) -> RunConfig {
@@ -121,4 +123,29 @@ pub fn disagreements_within(
     let inext_ok = (0.2..=5.0).contains(&(fi / ri));
     check(inext_ok, "max_inextensibility", fi, ri);
     out
+}
+
+/// The points run on the reference and on each batch engine: the cpu always, the gpu
+/// where an adapter exists (`test` names the caller in the skip message).
+pub struct EngineRuns {
+    pub reference: Vec<PointResult>,
+    /// (engine label, its results in the points' order).
+    pub engines: Vec<(&'static str, Vec<PointResult>)>,
+}
+
+pub fn run_engines(cfgs: &[RunConfig], test: &str) -> EngineRuns {
+    let ran = |rs: Vec<Result<PointResult, _>>, what: &str| -> Vec<PointResult> {
+        rs.into_iter()
+            .map(|r| r.unwrap_or_else(|e| panic!("{what} did not run: {e}")))
+            .collect()
+    };
+    let reference = ran(run_batch(cfgs, Backend::Reference), "reference");
+    let mut engines = vec![("cpu", ran(run_batch(cfgs, Backend::Cpu), "cpu"))];
+    if let Some(ctx) = super::gpu::gpu_context(test) {
+        engines.push((
+            "gpu",
+            ran(run_gpu_batch(&GpuEngine::new(&ctx), cfgs), "gpu"),
+        ));
+    }
+    EngineRuns { reference, engines }
 }
