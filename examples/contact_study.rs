@@ -90,7 +90,8 @@
 //!   velocity amplitude is 1/√(1 − (ωh/2)²) = 1.84 times the one the same impulse gives the
 //!   exact flow (the invariant is v² + ω²q_m q_{m+1} = ω²A²(1 − (ωh/2)²)), so vᵀGv is 3.4×.
 
-use metachron::integrate::dkd::{step, DkdSettings, KickConstants};
+use metachron::integrate::dkd::{step, DkdSettings};
+use metachron::integrate::record::InstanceRecord;
 use metachron::model::robot::basal_gradient;
 use metachron::model::Robot;
 use metachron::params::Params;
@@ -635,8 +636,8 @@ fn main() {
         } else {
             st.theta
         };
-        let k = KickConstants::new(&robot, h, theta);
-        let k_sub = KickConstants::new(
+        let k = InstanceRecord::new(&robot, h, theta);
+        let k_sub = InstanceRecord::new(
             &robot,
             h / if let Variant::Substep(mm) = var {
                 mm as f64
@@ -654,7 +655,7 @@ fn main() {
         for s in 0..n {
             match var {
                 Variant::Library | Variant::Theta(_) => {
-                    step(&robot, &k, &mut q, &mut v);
+                    step(&k, &mut q, &mut v);
                 }
                 Variant::Copy
                 | Variant::ResolveVgv
@@ -678,11 +679,11 @@ fn main() {
                     });
                     if rattling {
                         for _ in 0..mm {
-                            step(&robot, &k_sub, &mut q, &mut v);
+                            step(&k_sub, &mut q, &mut v);
                         }
                         substeps += mm;
                     } else {
-                        step(&robot, &k, &mut q, &mut v);
+                        step(&k, &mut q, &mut v);
                     }
                 }
                 Variant::Split(mm) => {

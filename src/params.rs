@@ -60,7 +60,7 @@ pub const MAX_LEGS: usize = 64;
 pub const MAX_NODES: usize = 12;
 
 macro_rules! define_params {
-    ($( $name:ident : $ty:ident = $default:expr, $unit:literal, $range:expr, $doc:literal $(, $gpu:ident)?; )*) => {
+    ($( $name:ident : $ty:ident = $default:expr, $unit:literal, $range:expr, $doc:literal $(, $kernel:ident)?; )*) => {
         /// All model parameters (docs/model.md's names, snake_case, SI units, radians).
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(default, deny_unknown_fields)]
@@ -86,11 +86,62 @@ macro_rules! define_params {
             }
         }
 
-        /// The scalar parameters the GPU kernel reads per instance (rows flagged `gpu`),
-        /// in declaration order: they generate the kernel's `Instance` struct.
-        pub const GPU_PARAMS: &[&str] = &[
-            $( $( define_params!(@gpu $name $gpu), )? )*
-        ];
+        /// The scalar parameters the batch kernels read per instance (rows flagged
+        /// `kernel`), in declaration order. `T` is `f64` for one instance
+        /// ([`KernelParams::of`]) and a SIMD lane vector for a block of them
+        /// ([`KernelParams::gather`]); the GPU's `Instance` struct takes its leading
+        /// members from [`KernelParams::NAMES`] (src/integrate/record.rs).
+        pub struct KernelParams<T> {
+            $( $( #[doc = $doc] pub $name: define_params!(@member T $kernel), )? )*
+        }
+
+        // Written out: `derive` does not see through the member type's macro.
+        impl<T: Copy> Clone for KernelParams<T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T: Copy> Copy for KernelParams<T> {}
+        impl<T: Copy + PartialEq> PartialEq for KernelParams<T> {
+            fn eq(&self, other: &Self) -> bool {
+                self.values() == other.values()
+            }
+        }
+        impl<T: Copy + std::fmt::Debug> std::fmt::Debug for KernelParams<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                let mut d = f.debug_struct("KernelParams");
+                for (name, value) in Self::NAMES.iter().zip(self.values()) {
+                    d.field(name, &value);
+                }
+                d.finish()
+            }
+        }
+
+        impl<T: Copy> KernelParams<T> {
+            /// Member names, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[
+                $( $( define_params!(@name $name $kernel), )? )*
+            ];
+
+            /// Member values, in the order of [`Self::NAMES`].
+            pub fn values(&self) -> Vec<T> {
+                let s = self;
+                vec![ $( $( define_params!(@get s $name $kernel), )? )* ]
+            }
+        }
+
+        impl KernelParams<f64> {
+            /// The kernel's parameters of one instance.
+            pub fn of(p: &Params) -> Self {
+                KernelParams { $( $( $name: define_params!(@get p $name $kernel) as f64, )? )* }
+            }
+
+            /// Every member gathered across `lanes` by `lane_vector` (given member `j ↦
+            /// value of lane j`), e.g. into one SIMD vector per member.
+            pub fn gather<U>(lanes: &[Self], lane_vector: impl Fn(&dyn Fn(usize) -> f64) -> U) -> KernelParams<U> {
+                KernelParams { $( $( $name: define_params!(@lanes lane_vector lanes $name $kernel), )? )* }
+            }
+        }
 
         /// The scalar parameters, in declaration order.
         pub const SCALAR_PARAMS: &[ParamSpec] = &[
@@ -129,36 +180,41 @@ macro_rules! define_params {
         }
     };
     (@cast f64, $name:expr, $x:expr) => { Ok::<f64, ParamError>($x) };
-    (@gpu $name:ident gpu) => { stringify!($name) };
+    (@member $t:ident kernel) => { $t };
+    (@name $name:ident kernel) => { stringify!($name) };
+    (@get $s:ident $name:ident kernel) => { $s.$name };
+    (@lanes $f:ident $lanes:ident $name:ident kernel) => { $f(&|j| $lanes[j].$name) };
 }
 
-// One row per scalar parameter; a trailing `gpu` puts it into the GPU kernel's
-// per-instance struct (src/gpu/instance.rs), nothing else needs to change there.
+// One row per scalar parameter; a trailing `kernel` puts it into the per-instance
+// constants the batch kernels read ([`KernelParams`]: the lane kernel's block model and
+// the GPU's `Instance` struct, both built from src/integrate/record.rs), nothing else
+// needs to change there.
 define_params! {
     n_legs: usize = 9, "1", Range::Int(2, MAX_LEGS), "Number of legs N.";
     n_nodes: usize = 5, "1", Range::Int(2, MAX_NODES), "Finite-element nodes per leg n.";
     t_final: f64 = 50.0, "s", Range::Positive, "Simulated time t_f.";
-    leg_length: f64 = 1.0, "m", Range::Positive, "Leg length l.", gpu;
+    leg_length: f64 = 1.0, "m", Range::Positive, "Leg length l.", kernel;
     filament_gap: f64 = 0.05, "m", Range::Positive, "Distance a between the two filaments (enters only with an axonemal couple, zero here).";
-    rho: f64 = 1.0, "kg/m", Range::Positive, "Linear mass density of a leg.", gpu;
-    k_m: f64 = 50.0, "N m^2", Range::Positive, "Bending stiffness K_M.", gpu;
-    body_mass: f64 = 0.01, "kg", Range::Positive, "Body (payload) mass m.", gpu;
-    zeta: f64 = 5.0, "N s/m", Range::NonNegative, "Viscous damping coefficient.", gpu;
-    alpha: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-leg and end springs (alpha).", gpu;
-    beta: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-body springs (beta).", gpu;
-    l_alpha: f64 = 1.0, "m", Range::Positive, "Rest length of the alpha springs.", gpu;
-    l_beta: f64 = 0.5, "m", Range::Positive, "Rest length of the beta springs.", gpu;
+    rho: f64 = 1.0, "kg/m", Range::Positive, "Linear mass density of a leg.", kernel;
+    k_m: f64 = 50.0, "N m^2", Range::Positive, "Bending stiffness K_M.", kernel;
+    body_mass: f64 = 0.01, "kg", Range::Positive, "Body (payload) mass m.", kernel;
+    zeta: f64 = 5.0, "N s/m", Range::NonNegative, "Viscous damping coefficient.", kernel;
+    alpha: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-leg and end springs (alpha).", kernel;
+    beta: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-body springs (beta).", kernel;
+    l_alpha: f64 = 1.0, "m", Range::Positive, "Rest length of the alpha springs.", kernel;
+    l_beta: f64 = 0.5, "m", Range::Positive, "Rest length of the beta springs.", kernel;
     tau_t: f64 = 1.0, "m", Range::Positive, "Body thickness tau_T.";
     tau_c: f64 = 0.2, "m", Range::NonNegative, "Body clearance tau_C.";
-    x_t: f64 = 1.0, "m", Range::Positive, "Terrain position X_t (x points down).", gpu;
+    x_t: f64 = 1.0, "m", Range::Positive, "Terrain position X_t (x points down).", kernel;
     omega: f64 = 0.5, "rad/s", Range::Finite, "Target basal rotation rate omega.";
-    k_p: f64 = 500.0, "N m s", Range::NonNegative, "Basal rate servo gain K_p.", gpu;
-    epsilon: f64 = 1000.0, "N/m", Range::NonNegative, "Contact penalty stiffness.", gpu;
-    nu: f64 = 200.0, "N s/m", Range::NonNegative, "Tip friction (viscous) coefficient.", gpu;
-    lambda: f64 = 10000.0, "1", Range::Positive, "Inextensibility penalty constant lambda.", gpu;
-    eta: f64 = 175.0, "1/s", Range::NonNegative, "Penalty natural frequency eta.", gpu;
-    mu: f64 = 50.0, "1", Range::NonNegative, "Penalty damping ratio mu.", gpu;
-    g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).", gpu;
+    k_p: f64 = 500.0, "N m s", Range::NonNegative, "Basal rate servo gain K_p.", kernel;
+    epsilon: f64 = 1000.0, "N/m", Range::NonNegative, "Contact penalty stiffness.", kernel;
+    nu: f64 = 200.0, "N s/m", Range::NonNegative, "Tip friction (viscous) coefficient.", kernel;
+    lambda: f64 = 10000.0, "1", Range::Positive, "Inextensibility penalty constant lambda.", kernel;
+    eta: f64 = 175.0, "1/s", Range::NonNegative, "Penalty natural frequency eta.", kernel;
+    mu: f64 = 50.0, "1", Range::NonNegative, "Penalty damping ratio mu.", kernel;
+    g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).", kernel;
     psi1: f64 = 0.0, "rad", Range::Finite, "Initial basal angle of leg 1.";
     dphi: f64 = FRAC_PI_2, "rad", Range::Finite, "Initial phase step between neighbouring legs.";
 }
@@ -452,10 +508,12 @@ mod tests {
             assert!(p.scalar(s.name).is_some(), "{}", s.name);
         }
         assert_eq!(SCALAR_PARAMS.len(), 26);
-        for name in GPU_PARAMS {
-            assert!(spec(name).is_some(), "{name}");
+        let kernel = KernelParams::of(&p);
+        for (name, value) in KernelParams::<f64>::NAMES.iter().zip(kernel.values()) {
+            assert_eq!(p.scalar(name), Some(value), "{name}");
         }
-        assert!(GPU_PARAMS.contains(&"k_p") && !GPU_PARAMS.contains(&"t_final"));
+        let names = KernelParams::<f64>::NAMES;
+        assert!(names.contains(&"k_p") && !names.contains(&"t_final"));
     }
 
     #[test]

@@ -8,11 +8,12 @@ mod common;
 use common::validation::validation_points;
 use metachron::batch::run_point;
 use metachron::cpu_engine::run_batch_on;
-use metachron::integrate::dkd::{self, DkdSettings, KickConstants};
+use metachron::integrate::dkd::{self, DkdSettings};
 use metachron::integrate::lanes::kernel::{BlockState, Scratch};
 use metachron::integrate::lanes::model::BlockModel;
 use metachron::integrate::lanes::simd::L;
 use metachron::integrate::lanes::Isa;
+use metachron::integrate::record::InstanceRecord;
 use metachron::model::Robot;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 
@@ -81,7 +82,12 @@ fn lane_state_matches_one_lane_steps() {
         let lanes: Vec<usize> = (0..W).map(|j| j % robots.len()).collect();
         let refs: Vec<&Robot> = lanes.iter().map(|&k| &robots[k]).collect();
         let h: Vec<f64> = lanes.iter().map(|&k| hs[k]).collect();
-        let model = BlockModel::<W>::new(&refs, &h, &[0.0; W]);
+        let records: Vec<InstanceRecord> = refs
+            .iter()
+            .zip(&h)
+            .map(|(r, &h)| InstanceRecord::new(r, h, 0.0))
+            .collect();
+        let model = BlockModel::<W>::new(&records.iter().collect::<Vec<_>>());
         let init: Vec<Vec<f64>> = refs.iter().map(|r| r.initial_state().0).collect();
         let mut st = BlockState::<W> {
             q: (0..init[0].len())
@@ -94,10 +100,10 @@ fn lane_state_matches_one_lane_steps() {
         let steps = 400;
         Isa::detect().advance(&model, &mut st, &mut scratch, steps);
         for (j, r) in refs.iter().enumerate() {
-            let k = KickConstants::new(r, h[j], 0.0);
+            let k = &records[j];
             let (mut q, mut v) = r.initial_state();
             for _ in 0..steps {
-                dkd::step(r, &k, &mut q, &mut v);
+                dkd::step(k, &mut q, &mut v);
             }
             for (s, (a, b)) in q.iter().zip(&st.q).enumerate() {
                 assert!(

@@ -7,7 +7,8 @@ mod common;
 use common::validation::validation_points;
 use metachron::batch::run_point;
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
-use metachron::integrate::dkd::{self, KickConstants};
+use metachron::integrate::dkd;
+use metachron::integrate::record::InstanceRecord;
 use metachron::model::Robot;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 
@@ -87,9 +88,9 @@ fn gpu_state_follows_the_cpu_step_by_step() {
     assert_eq!(res.stats.steps, 40);
     let robot = Robot::new(&c.params);
     let (mut q, mut v) = robot.initial_state();
-    let k = KickConstants::new(&robot, h, 0.0);
+    let k = InstanceRecord::new(&robot, h, 0.0);
     for _ in 0..40 {
-        dkd::step(&robot, &k, &mut q, &mut v);
+        dkd::step(&k, &mut q, &mut v);
     }
     let nq = q.len();
     for i in 0..nq {

@@ -13,17 +13,17 @@ use std::time::Instant;
 use wgpu::util::DeviceExt;
 
 use super::device::GpuContext;
-use super::instance::{instance_values, leg_values, InstanceContext};
-use super::kernel::robots_per_workgroup;
+use super::instance::{instance_values, leg_values};
 use super::layout::{
-    Control, InstanceInts, MatrixLayout, LOOP_ITERATIONS_PER_STEP, SOFTWARE_LOOP_BUDGET,
+    robots_per_workgroup, Control, InstanceInts, MatrixLayout, LOOP_ITERATIONS_PER_STEP,
+    SOFTWARE_LOOP_BUDGET,
 };
 use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
 use super::{GpuError, Precision};
 use crate::error::SolverError;
 use crate::integrate::continuation::next_horizon;
-use crate::integrate::dkd::KickConstants;
+use crate::integrate::record::{InstanceRecord, MatrixSet};
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::{MetricsAccumulator, Tally, TallyMid};
 use crate::model::Robot;
@@ -80,17 +80,18 @@ pub struct GpuEngine<'a> {
     pipelines: Mutex<HashMap<(usize, usize), wgpu::ComputePipeline>>,
 }
 
-fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> InstancePlan {
+fn plan_instance(
+    cfg: &RunConfig,
+    robot: &Robot,
+    record: &InstanceRecord,
+    matrix_set: u32,
+) -> InstancePlan {
+    let h = record.h();
     let sched = SampleSchedule::new(&cfg.metrics, cfg.params.t_final, h);
-    let ctx = InstanceContext {
-        robot,
-        h,
-        theta: cfg.fixed_step.theta,
-    };
     let (q0, _) = robot.initial_state();
     InstancePlan {
-        params: instance_values(&ctx),
-        legs: leg_values(&ctx),
+        params: instance_values(record),
+        legs: leg_values(record),
         matrix_set,
         sched,
         h,
@@ -98,16 +99,15 @@ fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> Ins
     }
 }
 
-/// The matrices one instance's legs use; instances with equal keys share a set.
-fn matrix_set(robot: &Robot, h: f64, theta: f64) -> Vec<f64> {
-    let m = 2 * robot.n_nodes;
+/// One matrix set's words in the layout of [`MatrixLayout`].
+fn matrix_words(set: &MatrixSet) -> Vec<f64> {
+    let m = set.load.len();
     let lay = MatrixLayout { m };
     let mut out = vec![0.0; lay.stride()];
-    out[lay.bending()..lay.bending() + m * m].copy_from_slice(&robot.fe.bending.a);
-    out[lay.geometric()..lay.geometric() + m * m].copy_from_slice(&robot.fe.geometric.a);
-    let k = KickConstants::new(robot, h, theta);
-    out[lay.p_inv()..lay.p_inv() + m * m].copy_from_slice(&k.p_inv.a);
-    out[lay.load()..lay.load() + m].copy_from_slice(&robot.fe.load);
+    out[lay.bending()..lay.bending() + m * m].copy_from_slice(&set.bending.a);
+    out[lay.geometric()..lay.geometric() + m * m].copy_from_slice(&set.geometric.a);
+    out[lay.p_inv()..lay.p_inv() + m * m].copy_from_slice(&set.p_inv.a);
+    out[lay.load()..lay.load() + m].copy_from_slice(&set.load);
     out
 }
 
@@ -279,27 +279,19 @@ impl<'a> GpuEngine<'a> {
         let pipeline = self.pipeline(n_legs, n_nodes)?;
 
         // Per-instance constants, matrix sets shared by equal keys.
-        let mut set_of: HashMap<[u64; 6], u32> = HashMap::new();
+        let mut set_of: HashMap<Vec<u64>, u32> = HashMap::new();
         let mut mats: Vec<f64> = Vec::new();
         let mut plans = Vec::with_capacity(b);
         for cfg in cfgs {
             let robot = Robot::new(&cfg.params);
             let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
-            let p = &cfg.params;
-            let key = [
-                p.leg_length.to_bits(),
-                p.rho.to_bits(),
-                p.zeta.to_bits(),
-                p.k_m.to_bits(),
-                h.to_bits(),
-                cfg.fixed_step.theta.to_bits(),
-            ];
+            let record = InstanceRecord::new(&robot, h, cfg.fixed_step.theta);
             let next = set_of.len() as u32;
-            let set = *set_of.entry(key).or_insert_with(|| {
-                mats.extend(matrix_set(&robot, h, cfg.fixed_step.theta));
+            let set = *set_of.entry(record.matrices.key()).or_insert_with(|| {
+                mats.extend(matrix_words(&record.matrices));
                 next
             });
-            plans.push(plan_instance(cfg, &robot, h, set));
+            plans.push(plan_instance(cfg, &robot, &record, set));
         }
         let mut params: Vec<f64> = Vec::new();
         let mut legs: Vec<f64> = Vec::new();

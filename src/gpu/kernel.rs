@@ -14,18 +14,8 @@
 //! columns scaled to zero when inactive, C = I + UᵀP⁻¹U by LDLᵀ, and
 //! v_new = P⁻¹(r − U y), so that only P⁻¹u₁ is a full vector.
 
-use super::layout::{MatrixLayout, WORKGROUP_TARGET};
+use super::layout::MatrixLayout;
 use super::tally::{self, StateLayout};
-
-/// Robots per workgroup for N legs: as many whole robots as fit 64 invocations.
-pub fn robots_per_workgroup(n_legs: usize) -> usize {
-    (WORKGROUP_TARGET / n_legs).max(1)
-}
-
-/// Invocations per workgroup.
-pub fn workgroup_size(n_legs: usize) -> usize {
-    robots_per_workgroup(n_legs) * n_legs
-}
 
 /// Lines of generated WGSL.
 struct Code {
@@ -140,24 +130,6 @@ fn kick(c: &mut Code, leg: Leg) {
     let mats = leg.mats;
     let (ib, id, tip) = (n, 3 * n, n - 1);
     let cn = 3 * n - 1;
-    for p in [
-        "lambda",
-        "eta",
-        "mu",
-        "leg_length",
-        "k_m",
-        "rho",
-        "g",
-        "k_p",
-        "x_t",
-        "epsilon",
-        "nu",
-        "theta",
-        "zeta",
-    ] {
-        c.line(format!("let p_{p} = instances[ri].{p};"));
-    }
-    c.line("let omega = legs[ri * N_LEGS + leg].omega;");
     c.line("// Constraint quantities at the midpoint: Gq, V = qᵀGq − ℓ, vᵀGv, Jᵀv.");
     leg.fe_mul(c, mats.geometric(), "q", "gq");
     leg.fe_mul(c, mats.geometric(), "v", "gv");
@@ -175,19 +147,14 @@ fn kick(c: &mut Code, leg: Leg) {
         c.line(format!("let j_{i} = 2.0 * gq_{i};"));
     }
     c.line("// The drift-consistency (\"dc\") term: the drift adds h²vᵀGv to V every step.");
-    c.line(
-        "let pen = p_lambda * (2.0 * vgv + p_eta * p_eta * v_res) \
-         + 2.0 * p_lambda * p_eta * p_mu * h * vgv;",
-    );
+    c.line("let pen = (p_lambda * 2.0 + p_lambda_2etamu * h) * vgv + p_lambda_eta2 * v_res;");
     c.line("// The inertia term ρMv of the right-hand side is a·Pv − aθh²K_M·Kv, a = ρ/(ρ + hζ):");
     c.line(
         "// its P⁻¹ is a·v (added after the solve), the rest moves the bending to θ' = (1 − a)θ.",
     );
-    c.line("let p_a = p_rho / (p_rho + h * p_zeta);");
-    c.line("let theta_h = (1.0 - p_a) * p_theta * h;");
     c.line("// Explicit force F_exp: bending, gravity, penalty, springs, servo, contact.");
     for i in 0..l {
-        c.line(format!("let tb_{i} = q_{i} - theta_h * v_{i};"));
+        c.line(format!("let tb_{i} = q_{i} - p_theta_h * v_{i};"));
     }
     leg.fe_mul(c, mats.bending(), "tb", "kb");
     c.line(format!("let b1 = q_{ib};"));
@@ -195,7 +162,6 @@ fn kick(c: &mut Code, leg: Leg) {
     c.line("let r2 = b1 * b1 + d1 * d1;");
     c.line("let gb = -d1 / r2;");
     c.line("let gd = b1 / r2;");
-    c.line("let actuated = legs[ri * N_LEGS + leg].actuated > 0.5 && p_k_p > 0.0;");
     c.line(format!("let contact = q_{tip} >= p_x_t;"));
     for i in 0..l {
         let mut f = format!("-p_k_m * kb_{i}");
@@ -210,10 +176,10 @@ fn kick(c: &mut Code, leg: Leg) {
             f += " + fb.y";
         }
         if i == ib {
-            f += " - select(0.0, p_k_p * omega * gb, actuated)";
+            f += " - lg_k_p * lg_omega * gb";
         }
         if i == id {
-            f += " - select(0.0, p_k_p * omega * gd, actuated)";
+            f += " - lg_k_p * lg_omega * gd";
         }
         if i == tip {
             f += &format!(" + select(0.0, p_epsilon * (p_x_t - q_{tip}), contact)");
@@ -226,9 +192,9 @@ fn kick(c: &mut Code, leg: Leg) {
     }
     c.line("// Woodbury, three columns: u₁ = s₁J; u₂ = s₂(gb e_b1 + gd e_d1) (servo);");
     c.line("// u₃ = s₃ e_cn (tip friction); s₂, s₃ = 0 while inactive.");
-    c.line("let s1 = sqrt(p_lambda * (1.0 + 2.0 * h * p_eta * p_mu));");
-    c.line("let s2 = select(0.0, sqrt(h * p_k_p), actuated);");
-    c.line("let s3 = select(0.0, sqrt(h * p_nu), contact && p_nu > 0.0);");
+    c.line("let s1 = p_s_constraint;");
+    c.line("let s2 = lg_s_servo;");
+    c.line("let s3 = select(0.0, p_s_friction, contact);");
     c.line("let u2b = s2 * gb;");
     c.line("let u2d = s2 * gd;");
     for i in 0..l {
@@ -248,16 +214,16 @@ fn kick(c: &mut Code, leg: Leg) {
     c.line(format!("let c33 = s3 * {} * s3 + 1.0;", p(n - 1, n - 1)));
     c.line("// Uᵀ P⁻¹ r = Uᵀ(a·v + P⁻¹r').");
     c.line(format!(
-        "let y1r = p_a * s1 * jv + {};",
+        "let y1r = p_inertia_share * s1 * jv + {};",
         leg.dot("w", "r", 0..l)
     ));
     c.line(format!(
-        "let y2r = p_a * (u2b * v_{ib} + u2d * v_{id}) + u2b * ({}) + u2d * ({});",
+        "let y2r = p_inertia_share * (u2b * v_{ib} + u2d * v_{id}) + u2b * ({}) + u2d * ({});",
         leg.p_row(n, "r", 0),
         leg.p_row(n, "r", m)
     ));
     c.line(format!(
-        "let y3r = s3 * (p_a * v_{cn} + {});",
+        "let y3r = s3 * (p_inertia_share * v_{cn} + {});",
         leg.p_row(n - 1, "r", m)
     ));
     c.line("// C y = Uᵀ P⁻¹ r by LDLᵀ (C is SPD: I plus a Gram matrix).");
@@ -281,7 +247,7 @@ fn kick(c: &mut Code, leg: Leg) {
         }
         c.line(format!("let x_{i} = {x};"));
     }
-    leg.dense_mul(c, mats.p_inv(), "x", "v", Some("p_a"));
+    leg.dense_mul(c, mats.p_inv(), "x", "v", Some("p_inertia_share"));
     c.line("// Touchdown correction (CPU: kick_leg): along D = P⁻¹U·C⁻¹e₁ = s₁S⁻¹J the");
     c.line("// kick is re-solved for its consistent vᵀGv, (2 + k)σ = ½s_old + (3/2)(1 + k)s_new,");
     c.line("// and the midpoint moves by ½h²·s_new·S⁻¹J/(JᵀS⁻¹J), JᵀS⁻¹J = (1 − e1)/s₁².");
@@ -292,9 +258,8 @@ fn kick(c: &mut Code, leg: Leg) {
         leg.dot("v", "gvn", m..l)
     ));
     ldlt_solve(c, ["1.0", "0.0", "0.0"], "e");
-    c.line("let k_pen = 2.0 * h * p_eta * p_mu;");
-    c.line("let dv_scale = -h * s1 * (1.5 * s_new - (1.5 + k_pen) / (1.0 + k_pen) * vgv);");
-    c.line("let dq_scale = 0.5 * h * h * s_new * s1 / (1.0 - e1);");
+    c.line("let dv_scale = -(h * s1 * (s_new * 1.5 - p_touchdown_old * vgv));");
+    c.line("let dq_scale = p_half_h2 * s_new * s1 / (1.0 - e1);");
     c.line("let dd2b = e2 * u2b;");
     c.line("let dd2d = e2 * u2d;");
     c.line("let dd3 = e3 * s3;");
@@ -313,7 +278,7 @@ fn kick(c: &mut Code, leg: Leg) {
         c.line(format!("q_{i} += dq_scale * dd_{i};"));
     }
     c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
-    c.line("t_work += h * select(0.0, abs(p_k_p * (-omega - psi_dot) * psi_dot), actuated);");
+    c.line("t_work += h * abs(lg_k_p * (-lg_omega - psi_dot) * psi_dot);");
 }
 
 /// `let {out}1..{out}3` = C⁻¹·rhs from the LDLᵀ factors of the kick's 3×3 C (c11 = d1,
@@ -327,6 +292,58 @@ fn ldlt_solve(c: &mut Code, rhs: [&str; 3], out: &str) {
     c.line(format!(
         "let {out}1 = {r1} / c11 - l21 * {out}2 - l31 * {out}3;"
     ));
+}
+
+/// The body's kick: explicit loads (springs summed over the robot's legs, contact),
+/// implicit damping (CPU: the end of `lanes::kernel::step`).
+fn body_kick(c: &mut Code, n_legs: usize) {
+    c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
+    let loads: Vec<String> = (0..n_legs)
+        .map(|j| format!("wg_load[first + {j}u].xyz"))
+        .collect();
+    c.line(format!(
+        "let load = {} + body_contact(ri, qb, sincos(qb.z));",
+        loads.join(" + ")
+    ));
+    c.line("let bm = p_body_mass;");
+    c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta);");
+    c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta);");
+    c.line("vb.z = (p_inertia * vb.z + h * load.z) / (p_inertia + h * p_zeta_l2);");
+}
+
+/// The `let` lines that read the instance-record members a block of generated code
+/// uses: `p_NAME` is `instances[ri].NAME` (WGSL `Instance`), `lg_NAME` is this leg's
+/// `legs[…].NAME` (WGSL `LegParams`). Every such name must be a member (a generator
+/// bug otherwise), so the code and the record cannot drift apart.
+fn member_lets(code: &str, indent: usize) -> String {
+    let instance = super::instance::instance_members();
+    let leg = super::instance::leg_members();
+    let mut used: Vec<(&str, String)> = Vec::new();
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    for (at, _) in code.match_indices(|c: char| c == 'p' || c == 'l') {
+        if at > 0 && code[..at].chars().next_back().is_some_and(ident) {
+            continue;
+        }
+        let word: String = code[at..].chars().take_while(|&c| ident(c)).collect();
+        for (prefix, members) in [("p_", &instance), ("lg_", &leg)] {
+            if let Some(name) = word.strip_prefix(prefix) {
+                assert!(
+                    members.contains(&name),
+                    "generated WGSL reads `{word}`, but `{name}` is no member of the record"
+                );
+                if !used.iter().any(|(p, n)| *p == prefix && n == name) {
+                    used.push((prefix, name.to_string()));
+                }
+            }
+        }
+    }
+    let pad = "    ".repeat(indent);
+    used.iter()
+        .map(|(prefix, name)| match *prefix {
+            "p_" => format!("{pad}let p_{name} = instances[ri].{name};\n"),
+            _ => format!("{pad}let lg_{name} = legs[ri * N_LEGS + leg].{name};\n"),
+        })
+        .collect()
 }
 
 /// q += h/2·v for the leg's registers and its body copy (CPU: `q[i] += 0.5 * h * v[i]`).
@@ -411,23 +428,15 @@ pub fn entry_point(n_legs: usize, n_nodes: usize) -> String {
     c.close();
     c.line("workgroupBarrier();");
     c.open("if stepping {");
-    kick(&mut c, leg);
-    c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
-    let loads: Vec<String> = (0..n_legs)
-        .map(|j| format!("wg_load[first + {j}u].xyz"))
-        .collect();
-    c.line(format!(
-        "let load = {} + body_contact(ri, qb, sincos(qb.z));",
-        loads.join(" + ")
-    ));
-    c.line("let bm = instances[ri].body_mass;");
-    c.line("let zeta = instances[ri].zeta;");
-    c.line("vb.x = (bm * vb.x + h * (bm * instances[ri].g + load.x)) / (bm + h * zeta);");
-    c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * zeta);");
-    c.line("let ib = instances[ri].inertia;");
-    c.line("let zl2 = zeta * p_leg_length * p_leg_length;");
-    c.line("vb.z = (ib * vb.z + h * load.z) / (ib + h * zl2);");
-    half_drift(&mut c, l);
+    let mut body_code = Code {
+        s: String::new(),
+        indent: c.indent,
+    };
+    kick(&mut body_code, leg);
+    body_kick(&mut body_code, n_legs);
+    half_drift(&mut body_code, l);
+    c.s.push_str(&member_lets(&body_code.s, c.indent));
+    c.s.push_str(&body_code.s);
     c.close();
     c.line("let k = sample_index(s, per, total, n_samples);");
     c.line("let sampling = act && k != NO_SAMPLE;");

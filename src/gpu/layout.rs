@@ -5,13 +5,22 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::kernel::{robots_per_workgroup, workgroup_size};
 use super::tally::StateLayout;
 use super::Precision;
 
 /// Invocations a workgroup aims at: two NVIDIA warps, one AMD wave64; a robot's legs
 /// never straddle workgroups, so a workgroup holds ⌊64/N⌋ robots.
 pub const WORKGROUP_TARGET: usize = 64;
+
+/// Robots per workgroup for N legs: as many whole robots as fit 64 invocations.
+pub fn robots_per_workgroup(n_legs: usize) -> usize {
+    (WORKGROUP_TARGET / n_legs).max(1)
+}
+
+/// Invocations per workgroup.
+pub fn workgroup_size(n_legs: usize) -> usize {
+    robots_per_workgroup(n_legs) * n_legs
+}
 
 /// Per-instance integers (WGSL `InstanceInts`).
 #[repr(C)]

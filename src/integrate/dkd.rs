@@ -18,9 +18,9 @@ use crate::integrate::lanes::kernel::{BlockState, Scratch};
 use crate::integrate::lanes::model::BlockModel;
 use crate::integrate::lanes::simd::L;
 use crate::integrate::lanes::{run_block, Isa, LaneJob, LaneSink};
+use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::MetricsSettings;
-use crate::model::hermite::Dense;
 use crate::model::Robot;
 use crate::sample::{Deadline, Status};
 
@@ -115,32 +115,6 @@ pub fn top_bending_frequency(robot: &Robot) -> f64 {
     lambda.sqrt()
 }
 
-/// Per-instance constants of the kick for step h.
-#[derive(Debug, Clone)]
-pub struct KickConstants {
-    pub h: f64,
-    pub theta: f64,
-    /// P⁻¹ for one component block, P = (ρ + hζ)M + θh²K_M·K.
-    pub p_inv: Dense,
-}
-
-impl KickConstants {
-    pub fn new(robot: &Robot, h: f64, theta: f64) -> KickConstants {
-        let p = &robot.p;
-        let m = 2 * robot.n_nodes;
-        let mut pm = Dense::zeros(m);
-        for i in 0..m * m {
-            pm.a[i] = (p.rho + h * p.zeta) * robot.fe.mass.a[i]
-                + theta * h * h * p.k_m * robot.fe.bending.a[i];
-        }
-        KickConstants {
-            h,
-            theta,
-            p_inv: pm.inverse().expect("P is SPD"),
-        }
-    }
-}
-
 /// Statistics of a fixed-step run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct DkdStats {
@@ -148,17 +122,17 @@ pub struct DkdStats {
     pub h: f64,
 }
 
-/// One DKD-dc step of the whole robot (q, v advanced in place); returns the actuation
-/// power summed over legs. The lane kernel with one lane: for tests and tools that
+/// One DKD-dc step of the whole robot of `record` (q, v advanced in place); returns the
+/// actuation power summed over legs. The lane kernel with one lane: for tests and tools that
 /// follow a single state step by step (runs use [`integrate`]).
-pub fn step(robot: &Robot, k: &KickConstants, q: &mut [f64], v: &mut [f64]) -> f64 {
-    let model = BlockModel::<1>::new(&[robot], &[k.h], &[k.theta]);
+pub fn step(record: &InstanceRecord, q: &mut [f64], v: &mut [f64]) -> f64 {
+    let model = BlockModel::<1>::new(&[record]);
     let mut st = BlockState::<1> {
         q: q.iter().map(|&x| L([x])).collect(),
         v: v.iter().map(|&x| L([x])).collect(),
         work: L::zero(),
     };
-    let mut scratch = Scratch::new(robot.n_legs);
+    let mut scratch = Scratch::new(record.n_legs);
     Isa::detect().advance(&model, &mut st, &mut scratch, 1);
     for (x, y) in q.iter_mut().zip(&st.q) {
         *x = y.0[0];
@@ -166,7 +140,7 @@ pub fn step(robot: &Robot, k: &KickConstants, q: &mut [f64], v: &mut [f64]) -> f
     for (x, y) in v.iter_mut().zip(&st.v) {
         *x = y.0[0];
     }
-    st.work.0[0] / k.h
+    st.work.0[0] / record.h()
 }
 
 /// Integrate with DKD-dc, emitting the samples of the run's [`SampleSchedule`] to

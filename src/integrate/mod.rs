@@ -7,5 +7,6 @@ pub mod dkd;
 pub mod esdirk;
 pub mod events;
 pub mod lanes;
+pub mod record;
 pub mod schedule;
 pub mod settings;

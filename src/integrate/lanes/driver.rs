@@ -11,6 +11,7 @@ use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
 use super::model::BlockModel;
 use super::simd::L;
+use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
 use crate::sample::{state_is_sane, Deadline, Sample, Status};
@@ -60,9 +61,11 @@ pub fn run_block<const W: usize>(
     sink: &mut dyn LaneSink,
 ) -> Vec<LaneEnd> {
     let robots: Vec<&Robot> = jobs.iter().map(|j| j.robot).collect();
-    let h: Vec<f64> = jobs.iter().map(|j| j.schedule.h).collect();
-    let theta: Vec<f64> = jobs.iter().map(|j| j.theta).collect();
-    let model = BlockModel::<W>::new(&robots, &h, &theta);
+    let records: Vec<InstanceRecord> = jobs
+        .iter()
+        .map(|j| InstanceRecord::new(j.robot, j.schedule.h, j.theta))
+        .collect();
+    let model = BlockModel::<W>::new(&records.iter().collect::<Vec<_>>());
     let initial: Vec<Vec<f64>> = robots.iter().map(|r| r.initial_state().0).collect();
     let nq = initial[0].len();
     let lane = |j: usize| j.min(jobs.len() - 1);

@@ -242,13 +242,13 @@ fn body_and_springs<const W: usize, const NN: usize>(
         base(0),
         bp(0),
         body,
-        m.alpha,
-        m.l_alpha,
+        m.p.alpha,
+        m.p.l_alpha,
         &mut base_force[0],
         &mut load,
     );
     for i in 1..n {
-        let f = spring_force(m.alpha, m.l_alpha, base(i), base(i - 1));
+        let f = spring_force(m.p.alpha, m.p.l_alpha, base(i), base(i - 1));
         base_force[i][0] += f[0];
         base_force[i][1] += f[1];
         base_force[i - 1][0] -= f[0];
@@ -259,18 +259,26 @@ fn body_and_springs<const W: usize, const NN: usize>(
         base(n - 1),
         bp(n + 1),
         body,
-        m.alpha,
-        m.l_alpha,
+        m.p.alpha,
+        m.p.l_alpha,
         last,
         &mut load,
     );
     for (i, bf) in base_force.iter_mut().enumerate() {
-        to_body(base(i), bp(i + 1), body, m.beta, m.l_beta, bf, &mut load);
+        to_body(
+            base(i),
+            bp(i + 1),
+            body,
+            m.p.beta,
+            m.p.l_beta,
+            bf,
+            &mut load,
+        );
     }
     // Body–terrain penalty at P_1, P_2 while at or beyond the terrain.
     for off in m.p_points {
         let w = world(body, sc, off);
-        let f = w[0].ge_mask(m.x_t) * m.epsilon * (m.x_t - w[0]);
+        let f = w[0].ge_mask(m.p.x_t) * m.p.epsilon * (m.p.x_t - w[0]);
         load[0] += f;
         load[2] -= (w[1] - body[1]) * f;
     }
@@ -299,36 +307,36 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let [qgq, vgq, vgv] = banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r);
     if !m.explicit_bending {
         for k in 0..l {
-            tmp[k] = (-m.theta_h).mul_add::<F>(v[k], q[k]);
+            tmp[k] = (-m.d.theta_h).mul_add::<F>(v[k], q[k]);
         }
         banded_mul::<W, F>(&m.bending, n, tmp, r);
     }
-    let (residual, jv) = (qgq - m.leg_length, vgq * 2.0);
+    let (residual, jv) = (qgq - m.p.leg_length, vgq * 2.0);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
-    let pen = (m.lambda * 2.0 + m.lambda_2etamu * m.h) * vgv + m.lambda_eta2 * residual;
+    let pen = (m.p.lambda * 2.0 + m.d.lambda_2etamu * m.d.h) * vgv + m.d.lambda_eta2 * residual;
     // Right-hand side r' = λJ(Jᵀv) + h·F, F = −K_M·K(q − θ'hv) − pen·J + weight + the
     // point forces (springs, servo, contact). The inertia term ρMv of the kick's
     // right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is a·v, added after
     // the solve, and the rest is the θ' = (1 − a)θ of the bending. The multiple c·Gq of
     // J enters after the solve too, as c·P⁻¹Gq (a column of the same pass), so the pass
     // over P⁻¹ need not wait for the quadratic forms.
-    let c_gq = (m.lambda * jv - m.h * pen) * 2.0;
-    let h_km = -(m.h * m.k_m);
+    let c_gq = (m.p.lambda * jv - m.d.h * pen) * 2.0;
+    let h_km = -(m.d.h * m.p.k_m);
     for k in 0..mm {
         r[k] = h_km.mul_add::<F>(r[k], m.weight_impulse[k]);
         r[mm + k] = h_km * r[mm + k];
     }
-    r[0] = m.h.mul_add::<F>(base_force[0], r[0]);
-    r[2 * n] = m.h.mul_add::<F>(base_force[1], r[2 * n]);
+    r[0] = m.d.h.mul_add::<F>(base_force[0], r[0]);
+    r[2 * n] = m.d.h.mul_add::<F>(base_force[1], r[2 * n]);
     let (b1, d1) = (q[ib], q[id]);
     let r2 = b1 * b1 + d1 * d1;
     let (gb, gd) = (-d1 / r2, b1 / r2);
-    let k_p = m.k_p_leg[leg];
-    let h_servo = m.h * k_p * m.omega_leg[leg];
+    let k_p = m.legs[leg].k_p;
+    let h_servo = m.d.h * k_p * m.legs[leg].omega;
     r[ib] -= h_servo * gb;
     r[id] -= h_servo * gd;
-    let contact = q[itip].ge_mask(m.x_t);
-    r[itip] += m.h * contact * m.epsilon * (m.x_t - q[itip]);
+    let contact = q[itip].ge_mask(m.p.x_t);
+    r[itip] += m.d.h * contact * m.p.epsilon * (m.p.x_t - q[itip]);
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
     // (each right-hand-side entry loaded once per pair of rows); r above lacks c·Gq.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
@@ -354,14 +362,18 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
                 c_gq.mul_add::<F>(acc[o + 2], acc[o]),
                 c_gq.mul_add::<F>(acc[o + 3], acc[o + 1]),
             );
-            z[ii] = m.inertia_share.mul_add::<F>(v[ii], zx);
-            z[mm + ii] = m.inertia_share.mul_add::<F>(v[mm + ii], zy);
+            z[ii] = m.d.inertia_share.mul_add::<F>(v[ii], zx);
+            z[mm + ii] = m.d.inertia_share.mul_add::<F>(v[mm + ii], zy);
             w[ii] = acc[o + 2] * 2.0;
             w[mm + ii] = acc[o + 3] * 2.0;
         }
     }
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
-    let (s1, s2, s3) = (m.s_constraint, m.s_servo_leg[leg], m.s_friction * contact);
+    let (s1, s2, s3) = (
+        m.d.s_constraint,
+        m.legs[leg].s_servo,
+        m.d.s_friction * contact,
+    );
     let pi = |a: usize, b: usize| m.p_inv[a * mm + b];
     let (p_bb, p_bt, p_tt) = (pi(n, n), pi(n, n - 1), pi(n - 1, n - 1));
     let jw = dot::<W, F>(gq, w) * 2.0;
@@ -397,8 +409,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     //   re-solve is Δv = −h·s₁·(3/2·s_new − b·s_old)·D.
     let s_new = banded_quad::<W, F>(&m.geometric, n, v);
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
-    let dv = -(m.h * s1 * (s_new * 1.5 - m.touchdown_old * vgv));
-    let dq = m.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
+    let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * vgv));
+    let dq = m.d.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
     let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
     let (d2b, d2d) = (d2 * gb, d2 * gd);
     for i in 0..mm {
@@ -411,7 +423,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
     }
     let psi_dot = gb * v[ib] + gd * v[id];
-    (k_p * (-m.omega_leg[leg] - psi_dot) * psi_dot).abs()
+    (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs()
 }
 
 /// LDLᵀ factors of an SPD 3×3 matrix (no pivoting needed: C = I + UᵀP⁻¹U), with the
@@ -461,7 +473,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     st: &mut BlockState<W>,
     s: &mut Scratch<W>,
 ) {
-    let half = m.h * 0.5;
+    let half = m.d.h * 0.5;
     for (q, v) in st.q.iter_mut().zip(&st.v) {
         *q = half.mul_add::<F>(*v, *q);
     }
@@ -475,11 +487,11 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     }
     s.base_force = base_force;
     let o = m.n_legs * l;
-    let (mass, h) = (m.body_mass, m.h);
+    let (mass, h) = (m.p.body_mass, m.d.h);
     let v = &mut st.v;
-    v[o] = (mass * v[o] + h * (mass * m.g + load[0])) / (mass + h * m.zeta);
-    v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.zeta);
-    v[o + 2] = (m.inertia * v[o + 2] + h * load[2]) / (m.inertia + h * m.zeta_l2);
+    v[o] = (mass * v[o] + h * (mass * m.p.g + load[0])) / (mass + h * m.p.zeta);
+    v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.p.zeta);
+    v[o + 2] = (m.d.inertia * v[o + 2] + h * load[2]) / (m.d.inertia + h * m.d.zeta_l2);
     for (q, v) in st.q.iter_mut().zip(&st.v) {
         *q = half.mul_add::<F>(*v, *q);
     }

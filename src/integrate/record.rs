@@ -1,0 +1,201 @@
+//! The per-instance record of the fixed-step kick: everything the batch kernels read
+//! about one robot, built once from its [`Robot`], step h and bending implicitness θ.
+//!
+//! - the parameters flagged `kernel` in the table of src/params.rs ([`KernelParams`]);
+//! - the step-dependent constants derived from them ([`Derived`], declared below);
+//! - the per-leg constants ([`LegConstants`]);
+//! - the matrix set of one leg ([`MatrixSet`]): bending, geometric, P⁻¹, load.
+//!
+//! The lane kernel's [`BlockModel`](super::lanes::model::BlockModel) gathers W records
+//! into SIMD lanes; the GPU host writes the same members, in the same order, into the
+//! WGSL `Instance` and `LegParams` structs, whose declarations it generates from the
+//! same name lists. A derived constant is therefore written once, here, in f64.
+
+use crate::model::hermite::Dense;
+use crate::model::Robot;
+use crate::params::KernelParams;
+
+/// Declares a struct of named per-instance members generic over the value type (f64
+/// for one instance, a lane vector for a block), with its member names in order, its
+/// values in that order, and the gather of many instances into lanes. Each member is
+/// `name = |context| value`.
+macro_rules! constants {
+    ($(#[$sdoc:meta])* $ty:ident, $ctx:ident: $cty:ty;
+     $( $(#[$doc:meta])* $name:ident = $value:expr; )*) => {
+        $(#[$sdoc])*
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub struct $ty<T> {
+            $( $(#[$doc])* pub $name: T, )*
+        }
+
+        impl<T: Copy> $ty<T> {
+            /// Member names, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[ $( stringify!($name), )* ];
+
+            /// Member values, in the order of [`Self::NAMES`].
+            pub fn values(&self) -> Vec<T> {
+                vec![ $( self.$name, )* ]
+            }
+        }
+
+        impl $ty<f64> {
+            /// Every member gathered across `lanes` by `lane_vector` (given `j ↦ value
+            /// of lane j`), e.g. into one SIMD vector per member.
+            pub fn gather<U>(lanes: &[Self], lane_vector: impl Fn(&dyn Fn(usize) -> f64) -> U) -> $ty<U> {
+                $ty { $( $name: lane_vector(&|j| lanes[j].$name), )* }
+            }
+
+            fn build($ctx: $cty) -> Self {
+                $ty { $( $name: $value, )* }
+            }
+        }
+    };
+}
+
+/// What the derived members are computed from.
+pub struct Context<'a> {
+    pub robot: &'a Robot,
+    pub h: f64,
+    pub theta: f64,
+}
+
+impl Context<'_> {
+    /// k = 2hημ: the penalty damping's share of one step.
+    fn k_pen(&self) -> f64 {
+        let p = &self.robot.p;
+        self.h * p.eta * p.mu * 2.0
+    }
+
+    /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv.
+    fn inertia_share(&self) -> f64 {
+        let p = &self.robot.p;
+        p.rho / (p.rho + self.h * p.zeta)
+    }
+}
+
+constants! {
+    /// Constants derived from the parameters, the step and the implicitness.
+    Derived, c: &Context;
+    /// The fixed step h (s).
+    h = c.h;
+    /// a = ρ/(ρ + hζ): P⁻¹ρMv = a·v − aθh²K_M·P⁻¹Kv (docs/integrators.md).
+    inertia_share = c.inertia_share();
+    /// θ'h = (1 − a)θh: the kick's bending is taken at q − θ'hv once its inertia term
+    /// has been rewritten through P.
+    theta_h = (1.0 - c.inertia_share()) * c.theta * c.h;
+    /// λη² and 2λημ: the penalty's stiffness and damping factors.
+    lambda_eta2 = c.robot.p.lambda * c.robot.p.eta * c.robot.p.eta;
+    lambda_2etamu = c.robot.p.lambda * c.robot.p.eta * c.robot.p.mu * 2.0;
+    /// Woodbury column scales √(λ(1 + 2hημ)) (constraint) and √(hν) (tip friction).
+    s_constraint = (c.robot.p.lambda * (c.k_pen() + 1.0)).sqrt();
+    s_friction = (c.h * c.robot.p.nu).sqrt();
+    /// ½h², and b = (3/2 + k)/(1 + k), k = 2hημ: the touchdown correction's shift of
+    /// the midpoint and its weight of the old vᵀGv.
+    half_h2 = c.h * c.h * 0.5;
+    touchdown_old = (c.k_pen() + 1.5) / (c.k_pen() + 1.0);
+    /// ζℓ²: the body's rotational damping.
+    zeta_l2 = c.robot.p.zeta * c.robot.p.leg_length * c.robot.p.leg_length;
+    /// The body's moment of inertia I_b.
+    inertia = c.robot.body.inertia;
+    /// Body-frame anchors B_1 and B_{N+2} of the end springs.
+    b_first_x = c.robot.body.b_points[0][0];
+    b_first_y = c.robot.body.b_points[0][1];
+    b_last_x = c.robot.body.b_points[c.robot.n_legs + 1][0];
+    b_last_y = c.robot.body.b_points[c.robot.n_legs + 1][1];
+    /// Body-frame contact points P_1, P_2.
+    p_first_x = c.robot.body.p_points[0][0];
+    p_first_y = c.robot.body.p_points[0][1];
+    p_second_x = c.robot.body.p_points[1][0];
+    p_second_y = c.robot.body.p_points[1][1];
+}
+
+constants! {
+    /// Constants of one leg.
+    LegConstants, c: (&Context, usize);
+    /// Target rate ω_i (rad/s).
+    omega = c.0.robot.p.leg_omega(c.1);
+    /// K_p where the basal servo acts, else 0 (passive legs need no branch).
+    k_p = if c.0.robot.p.actuated[c.1] { c.0.robot.p.k_p } else { 0.0 };
+    /// The servo's Woodbury column scale √(h·k_p) (0 on a passive leg).
+    s_servo = (c.0.h * if c.0.robot.p.actuated[c.1] { c.0.robot.p.k_p } else { 0.0 }).sqrt();
+    /// Body-frame anchor B_{i+1} of the leg's β spring.
+    b_point_x = c.0.robot.body.b_points[c.1 + 1][0];
+    b_point_y = c.0.robot.body.b_points[c.1 + 1][1];
+}
+
+/// The matrices of one leg's component block (m = 2n unknowns, row-major): instances
+/// with equal sets share one on the GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MatrixSet {
+    pub bending: Dense,
+    pub geometric: Dense,
+    /// P⁻¹, P = (ρ + hζ)M + θh²K_M·K.
+    pub p_inv: Dense,
+    /// ∫H of one component (gravity acts on the X component).
+    pub load: Vec<f64>,
+}
+
+impl MatrixSet {
+    fn new(c: &Context) -> MatrixSet {
+        let (robot, h, theta) = (c.robot, c.h, c.theta);
+        let p = &robot.p;
+        let m = 2 * robot.n_nodes;
+        let mut pm = Dense::zeros(m);
+        for i in 0..m * m {
+            pm.a[i] = (p.rho + h * p.zeta) * robot.fe.mass.a[i]
+                + theta * h * h * p.k_m * robot.fe.bending.a[i];
+        }
+        MatrixSet {
+            bending: robot.fe.bending.clone(),
+            geometric: robot.fe.geometric.clone(),
+            p_inv: pm.inverse().expect("P is SPD: ρ > 0 (checked), ζ, θ ≥ 0"),
+            load: robot.fe.load.clone(),
+        }
+    }
+
+    /// The set's identity: the bits of every entry (equal keys, equal matrices).
+    pub fn key(&self) -> Vec<u64> {
+        [
+            &self.bending.a,
+            &self.geometric.a,
+            &self.p_inv.a,
+            &self.load,
+        ]
+        .into_iter()
+        .flatten()
+        .map(|x| x.to_bits())
+        .collect()
+    }
+}
+
+/// Everything the batch kernels read about one instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceRecord {
+    pub n_legs: usize,
+    pub n_nodes: usize,
+    pub params: KernelParams<f64>,
+    pub derived: Derived<f64>,
+    pub legs: Vec<LegConstants<f64>>,
+    pub matrices: MatrixSet,
+}
+
+impl InstanceRecord {
+    /// The record of `robot` stepped with h and bending implicitness θ.
+    pub fn new(robot: &Robot, h: f64, theta: f64) -> InstanceRecord {
+        let c = Context { robot, h, theta };
+        InstanceRecord {
+            n_legs: robot.n_legs,
+            n_nodes: robot.n_nodes,
+            params: KernelParams::of(&robot.p),
+            derived: Derived::build(&c),
+            legs: (0..robot.n_legs)
+                .map(|i| LegConstants::build((&c, i)))
+                .collect(),
+            matrices: MatrixSet::new(&c),
+        }
+    }
+
+    pub fn h(&self) -> f64 {
+        self.derived.h
+    }
+}
