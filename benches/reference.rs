@@ -18,7 +18,7 @@ fn rhs(c: &mut Criterion) {
     let (q, v) = r.initial_state();
     let mut a = vec![0.0; r.nq()];
     c.bench_function("rhs/paper_initial_state", |b| {
-        b.iter(|| black_box(r.accelerations(black_box(&q), black_box(&v), &mut a)))
+        b.iter(|| black_box(r.accelerations(0.0, black_box(&q), black_box(&v), &mut a)))
     });
 }
 

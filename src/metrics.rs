@@ -189,72 +189,72 @@ impl Class {
     }
 }
 
-/// Every metric of one run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Metrics {
-    pub lag_order: f64,
-    pub mean_lag: f64,
-    pub min_plv: f64,
-    pub lag_spread: f64,
-    pub kuramoto_r: f64,
-    pub mean_frequency: f64,
-    pub displacement: f64,
-    pub mean_speed: f64,
-    pub work: f64,
-    pub cost_of_transport: f64,
-    pub duty_factor: f64,
-    pub max_inextensibility: f64,
-    /// The horizon run (s): t_final, or longer when the run was continued.
-    pub t_run: f64,
-    pub status: Status,
-    pub class: Class,
-    /// Same class on both halves of the window and a lag order that moved less than
-    /// `settle_order_change`; `None` for a run that is not ok, a half without samples,
-    /// or a [`Tally`] without its midpoint snapshot.
-    pub settled: Option<bool>,
-    /// Per neighbour pair: PLV and mean lag.
-    pub pair_plv: Vec<f64>,
-    pub pair_lag: Vec<f64>,
-    /// Per leg: Ω_i.
-    pub leg_frequency: Vec<f64>,
+/// Declares [`Metrics`] with its scalar metrics listed once: the struct fields, their
+/// output columns with units ([`METRIC_COLUMNS`]) and their values in that order.
+macro_rules! metrics {
+    ($( $(#[$doc:meta])* $name:ident : $unit:literal, )*) => {
+        /// Every metric of one run.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Metrics {
+            $( $(#[$doc])* pub $name: f64, )*
+            pub status: Status,
+            pub class: Class,
+            /// Same class on both halves of the window and a lag order that moved less
+            /// than `settle_order_change`; `None` for a run that is not ok, a half
+            /// without samples, or a [`Tally`] without its midpoint snapshot.
+            pub settled: Option<bool>,
+            /// Per neighbour pair: PLV and mean lag.
+            pub pair_plv: Vec<f64>,
+            pub pair_lag: Vec<f64>,
+            /// Per leg: Ω_i.
+            pub leg_frequency: Vec<f64>,
+        }
+
+        /// Names and units of the scalar metrics, in output column order.
+        pub const METRIC_COLUMNS: &[(&str, &str)] = &[ $( (stringify!($name), $unit), )* ];
+
+        impl Metrics {
+            /// Scalar metrics in [`METRIC_COLUMNS`] order.
+            pub fn scalars(&self) -> Vec<f64> {
+                vec![ $( self.$name, )* ]
+            }
+
+            /// The scalar metrics by name, to overwrite in place.
+            pub fn scalars_mut(&mut self) -> Vec<(&'static str, &mut f64)> {
+                vec![ $( (stringify!($name), &mut self.$name), )* ]
+            }
+        }
+    };
 }
 
-/// Names and units of the scalar metrics, in output column order.
-pub const METRIC_COLUMNS: &[(&str, &str)] = &[
-    ("lag_order", "1"),
-    ("mean_lag", "rad"),
-    ("min_plv", "1"),
-    ("lag_spread", "rad"),
-    ("kuramoto_r", "1"),
-    ("mean_frequency", "rad/s"),
-    ("displacement", "m"),
-    ("mean_speed", "m/s"),
-    ("work", "J"),
-    ("cost_of_transport", "1"),
-    ("duty_factor", "1"),
-    ("max_inextensibility", "1"),
-    ("t_run", "s"),
-];
+metrics! {
+    lag_order: "1",
+    mean_lag: "rad",
+    min_plv: "1",
+    lag_spread: "rad",
+    kuramoto_r: "1",
+    mean_frequency: "rad/s",
+    displacement: "m",
+    mean_speed: "m/s",
+    /// The basal servos' work ∫Σ|M0_i ψ̇_i| dt.
+    work: "J",
+    /// The internal couples' work ∫Σ|Q_A,i·q̇_i| dt.
+    work_axo: "J",
+    /// (work + work_axo) / (weight · |displacement|).
+    cost_of_transport: "1",
+    duty_factor: "1",
+    max_inextensibility: "1",
+    /// The horizon run (s): t_final, or longer when the run was continued.
+    t_run: "s",
+}
 
-impl Metrics {
-    /// Scalar metrics in [`METRIC_COLUMNS`] order.
-    pub fn scalars(&self) -> [f64; 13] {
-        [
-            self.lag_order,
-            self.mean_lag,
-            self.min_plv,
-            self.lag_spread,
-            self.kuramoto_r,
-            self.mean_frequency,
-            self.displacement,
-            self.mean_speed,
-            self.work,
-            self.cost_of_transport,
-            self.duty_factor,
-            self.max_inextensibility,
-            self.t_run,
-        ]
-    }
+/// The last sample a metric needs: its time, Y_b and the two works up to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LastSample {
+    pub t: f64,
+    pub y: f64,
+    pub work: f64,
+    pub work_axo: f64,
 }
 
 /// Wrap an angle into (−π, π].
@@ -278,8 +278,7 @@ pub fn wrap(x: f64) -> f64 {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tally {
     pub first_y: Option<f64>,
-    /// (t, Y_b, work) of the last sample.
-    pub last: Option<(f64, f64, f64)>,
+    pub last: Option<LastSample>,
     pub max_inext: f64,
     pub phi: Vec<f64>,
     pub win_count: usize,
@@ -340,7 +339,7 @@ pub struct MetricsAccumulator {
     weight: f64,
     // whole run
     first_y: Option<f64>,
-    last: Option<(f64, f64, f64)>, // (t, Y_b, work)
+    last: Option<LastSample>,
     max_inext: f64,
     tangent_prev: Vec<[f64; 2]>,
     phi: Vec<f64>,
@@ -411,7 +410,12 @@ impl MetricsAccumulator {
             }
         }
         self.max_inext = s.inext.iter().fold(self.max_inext, |m, &x| m.max(x));
-        self.last = Some((s.t, s.body[1], s.work));
+        self.last = Some(LastSample {
+            t: s.t,
+            y: s.body[1],
+            work: s.work,
+            work_axo: s.work_axo,
+        });
         if !in_window(s.t, self.window_start) {
             return;
         }
@@ -460,7 +464,7 @@ impl MetricsAccumulator {
     /// moves to `[t_run − window length, t_run]` and its sums restart. The new window
     /// must lie after the last sample, so that every sum stays online.
     pub fn continue_to(&mut self, t_run: f64) -> Result<(), SettingsError> {
-        let t_last = self.last.map(|l| l.0).unwrap_or(0.0);
+        let t_last = self.last.map(|l| l.t).unwrap_or(0.0);
         let start = t_run - self.window_len;
         if !(t_run.is_finite() && start + 1e-9 >= t_last) {
             return Err(SettingsError::OutOfRange {
@@ -541,7 +545,7 @@ impl MetricsAccumulator {
         }
         let mid = self.mid.as_ref()?;
         let (t0, _) = self.win_start?;
-        let (t_end, _, _) = self.last?;
+        let t_end = self.last?.t;
         let first = WindowSums::new(
             mid.count,
             &mid.pair_sum,
@@ -576,7 +580,17 @@ impl MetricsAccumulator {
         let n = self.n;
         let nan = f64::NAN;
         let cnt = self.win_count as f64;
-        let (t_end, y_end, work) = self.last.unwrap_or((nan, nan, nan));
+        let LastSample {
+            t: t_end,
+            y: y_end,
+            work,
+            work_axo,
+        } = self.last.unwrap_or(LastSample {
+            t: nan,
+            y: nan,
+            work: nan,
+            work_axo: nan,
+        });
         let (t0, y0) = self.win_start.unwrap_or((nan, nan));
         let span = t_end - t0;
         let w = WindowSums::new(
@@ -614,7 +628,8 @@ impl MetricsAccumulator {
             displacement,
             mean_speed: (y_end - y0) / span,
             work,
-            cost_of_transport: work / (self.weight * displacement.abs()),
+            work_axo,
+            cost_of_transport: (work + work_axo) / (self.weight * displacement.abs()),
             duty_factor,
             max_inextensibility: self.max_inext,
             t_run: self.t_run,
@@ -704,6 +719,7 @@ mod tests {
             inext: vec![1e-7; n],
             body: [0.0, 0.3 * t, 0.0],
             work: 2.0 * t,
+            work_axo: 0.0,
             q: Vec::new(),
             v: Vec::new(),
         }

@@ -72,6 +72,9 @@ macro_rules! define_params {
             pub psi_init: Option<Vec<f64>>,
             /// Per-leg target rates (rad/s); overrides omega leg by leg.
             pub omega_legs: Option<Vec<f64>>,
+            /// Per-leg mask of the internal couple (1 = the leg's motors act); `None`:
+            /// every leg.
+            pub axo_actuated: Option<Vec<bool>>,
         }
 
         impl Default for Params {
@@ -82,6 +85,7 @@ macro_rules! define_params {
                     actuated: vec![true; n_legs],
                     psi_init: None,
                     omega_legs: None,
+                    axo_actuated: None,
                 }
             }
         }
@@ -195,7 +199,7 @@ define_params! {
     n_nodes: usize = 5, "1", Range::Int(2, MAX_NODES), "Finite-element nodes per leg n.";
     t_final: f64 = 50.0, "s", Range::Positive, "Simulated time t_f.";
     leg_length: f64 = 1.0, "m", Range::Positive, "Leg length l.", kernel;
-    filament_gap: f64 = 0.05, "m", Range::Positive, "Distance a between the two filaments (enters only with an axonemal couple, zero here).";
+    filament_gap: f64 = 0.05, "m", Range::Positive, "Distance a between the two filaments of a leg: the internal couple is a·F.", kernel;
     rho: f64 = 1.0, "kg/m", Range::Positive, "Linear mass density of a leg.", kernel;
     k_m: f64 = 50.0, "N m^2", Range::Positive, "Bending stiffness K_M.", kernel;
     body_mass: f64 = 0.01, "kg", Range::Positive, "Body (payload) mass m.", kernel;
@@ -217,10 +221,17 @@ define_params! {
     g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).", kernel;
     psi1: f64 = 0.0, "rad", Range::Finite, "Initial basal angle of leg 1.";
     dphi: f64 = FRAC_PI_2, "rad", Range::Finite, "Initial phase step between neighbouring legs.";
+    axo_f: f64 = 0.0, "N/m", Range::Finite, "Amplitude f_A of the axonemal motor force density (0: no internal couple, the paper's run).", kernel;
+    axo_omega: f64 = 0.5, "rad/s", Range::Finite, "Angular frequency of the motor force wave.", kernel;
+    axo_k: f64 = 0.0, "rad/m", Range::Finite, "Wavenumber k_A of the motor force wave along the leg (0: standing).", kernel;
+    axo_dphi: f64 = 0.0, "rad", Range::Finite, "Phase step of the motor force wave between neighbouring legs.", kernel;
 }
 
 /// Names accepted for the per-leg list parameters.
-pub const LIST_PARAMS: &[&str] = &["actuated", "psi_init", "omega_legs"];
+pub const LIST_PARAMS: &[&str] = &["actuated", "psi_init", "omega_legs", "axo_actuated"];
+
+/// The per-leg lists that are masks (0/1 per leg, or a mask name).
+pub const MASK_PARAMS: &[&str] = &["actuated", "axo_actuated"];
 
 impl Params {
     /// Check every field; the first violation is reported with its name and allowed range.
@@ -236,12 +247,17 @@ impl Params {
             }
         }
         let n = self.n_legs;
-        if self.actuated.len() != n {
-            return Err(ParamError::WrongLength {
-                field: "actuated".into(),
-                len: self.actuated.len(),
-                n_legs: n,
-            });
+        for (field, len) in [
+            ("actuated", Some(self.actuated.len())),
+            ("axo_actuated", self.axo_actuated.as_ref().map(Vec::len)),
+        ] {
+            if let Some(len) = len.filter(|&len| len != n) {
+                return Err(ParamError::WrongLength {
+                    field: field.into(),
+                    len,
+                    n_legs: n,
+                });
+            }
         }
         for (field, list) in [
             ("psi_init", &self.psi_init),
@@ -283,6 +299,16 @@ impl Params {
         }
     }
 
+    /// Whether leg `i`'s (0-based) internal couple acts (`axo_actuated`).
+    pub fn axo_acts(&self, i: usize) -> bool {
+        self.axo_actuated.as_ref().is_none_or(|mask| mask[i])
+    }
+
+    /// The internal-couple mask, one entry per leg.
+    pub fn axo_mask(&self) -> Vec<bool> {
+        (0..self.n_legs).map(|i| self.axo_acts(i)).collect()
+    }
+
     /// Apply one `key=value` override (the `--set` syntax).
     ///
     /// Changing `n_legs` resizes a default (all-true) actuation mask so that
@@ -298,7 +324,11 @@ impl Params {
     pub fn set_text(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
         match key {
             "actuated" => {
-                self.actuated = parse_mask(value, self.n_legs)?;
+                self.actuated = parse_mask(key, value, self.n_legs)?;
+                Ok(())
+            }
+            "axo_actuated" => {
+                self.axo_actuated = Some(parse_mask(key, value, self.n_legs)?);
                 Ok(())
             }
             "psi_init" => {
@@ -343,10 +373,9 @@ impl Params {
                 continue;
             }
             match key.as_str() {
-                "actuated" => {
-                    mask_given = true;
-                    p.actuated = match v {
-                        toml::Value::String(s) => parse_mask(s, p.n_legs)?,
+                "actuated" | "axo_actuated" => {
+                    let mask = match v {
+                        toml::Value::String(s) => parse_mask(key, s, p.n_legs)?,
                         toml::Value::Array(a) => a
                             .iter()
                             .map(|x| match x {
@@ -367,6 +396,12 @@ impl Params {
                             })
                         }
                     };
+                    if key == "actuated" {
+                        mask_given = true;
+                        p.actuated = mask;
+                    } else {
+                        p.axo_actuated = Some(mask);
+                    }
                 }
                 "psi_init" | "omega_legs" => {
                     let list = toml_number_list(key, v)?;
@@ -458,7 +493,7 @@ pub fn parse_list(field: &str, text: &str) -> Result<Vec<f64>, ParamError> {
 }
 
 /// Parse an actuation mask: a name (`all`, `none`, `first`, `every_other`) or a list of 0/1.
-pub fn parse_mask(text: &str, n_legs: usize) -> Result<Vec<bool>, ParamError> {
+pub fn parse_mask(field: &str, text: &str, n_legs: usize) -> Result<Vec<bool>, ParamError> {
     let t = text.trim();
     match t {
         "all" => return Ok(vec![true; n_legs]),
@@ -474,7 +509,7 @@ pub fn parse_mask(text: &str, n_legs: usize) -> Result<Vec<bool>, ParamError> {
             "1" | "true" => Ok(true),
             "0" | "false" => Ok(false),
             other => Err(ParamError::BadValue {
-                field: "actuated".into(),
+                field: field.into(),
                 value: other.to_string(),
                 expected: "all, none, first, every_other, or a list of 0/1".into(),
             }),
@@ -507,7 +542,7 @@ mod tests {
         for s in SCALAR_PARAMS {
             assert!(p.scalar(s.name).is_some(), "{}", s.name);
         }
-        assert_eq!(SCALAR_PARAMS.len(), 26);
+        assert_eq!(SCALAR_PARAMS.len(), 30);
         let kernel = KernelParams::of(&p);
         for (name, value) in KernelParams::<f64>::NAMES.iter().zip(kernel.values()) {
             assert_eq!(p.scalar(name), Some(value), "{name}");

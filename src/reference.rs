@@ -1,6 +1,7 @@
-//! The stiff CPU reference: diffsol's adaptive, error-controlled implicit solvers
-//! (BDF by default, ESDIRK34 or TR-BDF2 on request) in f64 on the first-order system
-//! y = [q, v, W] with W the actuation work ∫Σ|M0_i ψ̇_i| dt.
+//! The stiff CPU reference: metachron's structured ESDIRK3(4) (`integrate::esdirk`, the
+//! default), or, as a cross-check, diffsol's BDF or ESDIRK3(4) in f64 on the dense
+//! first-order system y = [q, v, W, W_A] with W the actuation work ∫Σ|M0_i ψ̇_i| dt and
+//! W_A the internal couples' work ∫Σ|Q_A,i·q̇_i| dt.
 //!
 //! Jacobian-vector products are forward differences of the right-hand side with f(y)
 //! cached (diffsol assembles the dense Jacobian column by column from them; the LU of
@@ -20,42 +21,44 @@ struct Rhs {
     robot: Robot,
     nq: usize,
     evals: Cell<usize>,
-    /// (y, f(y)) of the last base point of a Jacobian-vector product.
-    cache: RefCell<(Vec<f64>, Vec<f64>)>,
+    /// (y, f(y), t) of the last base point of a Jacobian-vector product.
+    cache: RefCell<(Vec<f64>, Vec<f64>, f64)>,
     scratch: RefCell<Vec<f64>>,
 }
 
 impl Rhs {
-    fn eval(&self, y: &[f64], dy: &mut [f64]) {
+    fn eval(&self, t: f64, y: &[f64], dy: &mut [f64]) {
         self.evals.set(self.evals.get() + 1);
         let nq = self.nq;
         dy[..nq].copy_from_slice(&y[nq..2 * nq]);
         let power = self
             .robot
-            .accelerations(&y[..nq], &y[nq..2 * nq], &mut dy[nq..2 * nq]);
-        dy[2 * nq] = power;
+            .accelerations(t, &y[..nq], &y[nq..2 * nq], &mut dy[nq..2 * nq]);
+        dy[2 * nq] = power.servo;
+        dy[2 * nq + 1] = power.couple;
     }
 
     /// Forward-difference J·v with the base value f(y) cached across columns.
-    fn jac_mul(&self, y: &[f64], v: &[f64], out: &mut [f64]) {
+    fn jac_mul(&self, t: f64, y: &[f64], v: &[f64], out: &mut [f64]) {
         let vnorm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
         if vnorm == 0.0 {
             out.fill(0.0);
             return;
         }
         let mut cache = self.cache.borrow_mut();
-        if cache.0.as_slice() != y {
+        if cache.0.as_slice() != y || cache.2 != t {
             cache.0 = y.to_vec();
             cache.1.resize(y.len(), 0.0);
-            let (_, fy) = &mut *cache;
-            self.eval(y, fy);
+            cache.2 = t;
+            let (_, fy, _) = &mut *cache;
+            self.eval(t, y, fy);
         }
         let ynorm = y.iter().map(|x| x * x).sum::<f64>().sqrt() / (y.len() as f64).sqrt();
         let delta = f64::EPSILON.sqrt() * (1.0 + ynorm) / vnorm;
         let mut yp = self.scratch.borrow_mut();
         yp.clear();
         yp.extend(y.iter().zip(v).map(|(a, b)| a + delta * b));
-        self.eval(&yp, out);
+        self.eval(t, &yp, out);
         for (o, f) in out.iter_mut().zip(&cache.1) {
             *o = (*o - f) / delta;
         }
@@ -94,29 +97,32 @@ pub fn run_reference(
     }
     let t_final = robot.p.t_final;
     let nq = robot.nq();
-    let ny = 2 * nq + 1;
+    let ny = 2 * nq + 2;
     let (q0, v0) = robot.initial_state();
     let mut y0 = q0;
     y0.extend_from_slice(&v0);
-    y0.push(0.0);
+    y0.extend([0.0, 0.0]);
     let rhs = Rc::new(Rhs {
         robot: robot.clone(),
         nq,
         evals: Cell::new(0),
-        cache: RefCell::new((Vec::new(), Vec::new())),
+        cache: RefCell::new((Vec::new(), Vec::new(), f64::NAN)),
         scratch: RefCell::new(Vec::with_capacity(ny)),
     });
     let (r1, r2) = (rhs.clone(), rhs.clone());
     let init = y0.clone();
-    // The work integral is a diagnostic: scale its tolerance to its size (≈ 100 J).
+    // The work integrals are diagnostics: scale their tolerance to their size (≈ 100 J).
     let mut atol = vec![settings.atol; ny];
     atol[2 * nq] = settings.atol * 1e4;
+    atol[2 * nq + 1] = settings.atol * 1e4;
     let problem = OdeBuilder::<NalgebraMat<f64>>::new()
         .rtol(settings.rtol)
         .atol(atol)
         .rhs_implicit(
-            move |y: &[f64], _p: &[f64], _t: f64, dy: &mut [f64]| r1.eval(y, dy),
-            move |y: &[f64], _p: &[f64], _t: f64, v: &[f64], out: &mut [f64]| r2.jac_mul(y, v, out),
+            move |y: &[f64], _p: &[f64], t: f64, dy: &mut [f64]| r1.eval(t, y, dy),
+            move |y: &[f64], _p: &[f64], t: f64, v: &[f64], out: &mut [f64]| {
+                r2.jac_mul(t, y, v, out)
+            },
         )
         .init(
             move |_p: &[f64], _t: f64, y: &mut [f64]| y.copy_from_slice(&init),
@@ -128,6 +134,7 @@ pub fn run_reference(
     let mut next = 0usize;
     let emit = |y: &[f64], t: f64, on_sample: &mut dyn FnMut(&Sample)| {
         let mut s = Sample::from_state(robot, t, &y[..nq], y[2 * nq]);
+        s.work_axo = y[2 * nq + 1];
         s.v = y[nq..2 * nq].to_vec();
         on_sample(&s);
     };

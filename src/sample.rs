@@ -18,6 +18,8 @@ pub struct Sample {
     pub body: [f64; 3],
     /// Actuation work ∫Σ|M0_i ψ̇_i| dt up to t.
     pub work: f64,
+    /// The internal couples' work ∫Σ|Q_A,i·q̇_i| dt up to t.
+    pub work_axo: f64,
     /// All generalised coordinates (leg shapes for drawing); empty when a backend
     /// reports only the summary above.
     pub q: Vec<f64>,
@@ -26,7 +28,8 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// Read a sample off the generalised coordinates.
+    /// Read a sample off the generalised coordinates (the couples' work starts at 0:
+    /// a backend that has it sets `work_axo`).
     pub fn from_state(robot: &Robot, t: f64, q: &[f64], work: f64) -> Sample {
         let n = robot.n_legs;
         let ix = robot.idx;
@@ -38,6 +41,7 @@ impl Sample {
             inext: Vec::with_capacity(n),
             body: [0.0; 3],
             work,
+            work_axo: 0.0,
             q: q.to_vec(),
             v: Vec::new(),
         };
@@ -66,6 +70,7 @@ impl Sample {
             && self.inext.iter().all(|x| x.is_finite())
             && self.body.iter().all(|x| x.is_finite())
             && self.work.is_finite()
+            && self.work_axo.is_finite()
     }
 }
 

@@ -221,21 +221,10 @@ pub fn blank_unless_ok(mut m: Metrics) -> Metrics {
     // The horizon actually run is where it stopped.
     m.t_run = m.status.time();
     let nan = f64::NAN;
-    for x in [
-        &mut m.lag_order,
-        &mut m.mean_lag,
-        &mut m.min_plv,
-        &mut m.lag_spread,
-        &mut m.kuramoto_r,
-        &mut m.mean_frequency,
-        &mut m.displacement,
-        &mut m.mean_speed,
-        &mut m.work,
-        &mut m.cost_of_transport,
-        &mut m.duty_factor,
-        &mut m.max_inextensibility,
-    ] {
-        *x = nan;
+    for (name, x) in m.scalars_mut() {
+        if name != "t_run" {
+            *x = nan;
+        }
     }
     for list in [&mut m.pair_plv, &mut m.pair_lag, &mut m.leg_frequency] {
         list.iter_mut().for_each(|x| *x = nan);

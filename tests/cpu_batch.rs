@@ -11,7 +11,6 @@ use metachron::cpu_engine::run_batch_on;
 use metachron::integrate::dkd::{self, DkdSettings};
 use metachron::integrate::lanes::kernel::{BlockState, Scratch};
 use metachron::integrate::lanes::model::BlockModel;
-use metachron::integrate::lanes::simd::L;
 use metachron::integrate::lanes::Isa;
 use metachron::integrate::record::InstanceRecord;
 use metachron::model::Robot;
@@ -89,13 +88,7 @@ fn lane_state_matches_one_lane_steps() {
             .collect();
         let model = BlockModel::<W>::new(&records.iter().collect::<Vec<_>>());
         let init: Vec<Vec<f64>> = refs.iter().map(|r| r.initial_state().0).collect();
-        let mut st = BlockState::<W> {
-            q: (0..init[0].len())
-                .map(|s| L(std::array::from_fn(|j| init[j][s])))
-                .collect(),
-            v: vec![L::zero(); init[0].len()],
-            work: L::zero(),
-        };
+        let mut st = BlockState::<W>::at_rest(init[0].len(), |j, k| init[j][k]);
         let mut scratch = Scratch::<W>::new(refs[0].n_legs);
         let steps = 400;
         Isa::detect().advance(&model, &mut st, &mut scratch, steps);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::validation::validation_points;
+use common::validation::{point, validation_points};
 use metachron::batch::run_point;
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::integrate::dkd;
@@ -62,6 +62,45 @@ fn gpu_matches_its_cpu_twin_to_round_off_on_eight_points() {
     let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
     for ((name, cfg), g) in points.iter().zip(&gpu) {
         let c = run_point(cfg, Backend::Cpu, false, |_| {}).expect("cpu");
+        assert_twins(name, g, &c, 1e-9);
+    }
+}
+
+/// The internal couple's kernel (a kernel of its own: a batch mixing couple and
+/// couple-free points runs both) against the CPU lanes.
+#[test]
+fn gpu_matches_its_cpu_twin_with_the_internal_couple() {
+    let Some(ctx) = common::gpu::gpu_context("gpu_matches_its_cpu_twin_with_the_internal_couple")
+    else {
+        return;
+    };
+    let mut points = vec![
+        (
+            "couple alone",
+            point(&["actuated=none", "axo_f=500", "axo_omega=6"]),
+        ),
+        (
+            "travelling wave",
+            point(&[
+                "axo_f=400",
+                "axo_omega=4",
+                "axo_k=3",
+                "axo_dphi=60deg",
+                "axo_actuated=every_other",
+            ]),
+        ),
+        ("paper", point(&[])),
+    ];
+    for (_, c) in &mut points {
+        c.params.t_final = 0.5;
+    }
+    let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
+    let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
+    for ((name, cfg), g) in points.iter().zip(&gpu) {
+        let c = run_point(cfg, Backend::Cpu, false, |_| {}).expect("cpu");
+        if cfg.params.axo_f != 0.0 {
+            assert!(c.metrics.work_axo > 0.0, "{name}: the couple works");
+        }
         assert_twins(name, g, &c, 1e-9);
     }
 }

@@ -368,6 +368,9 @@ fn print_summary(plan: &Plan, r: &PointResult) {
     println!("  displacement         {:.6} m", m.displacement);
     println!("  mean speed           {:.6} m/s", m.mean_speed);
     println!("  actuation work       {:.6} J", m.work);
+    if plan.cfg.params.axo_f != 0.0 {
+        println!("  couple work          {:.6} J", m.work_axo);
+    }
     println!("  cost of transport    {:.6}", m.cost_of_transport);
     println!("  duty factor          {:.6}", m.duty_factor);
     println!("  max inextensibility  {:.3e}", m.max_inextensibility);

@@ -15,8 +15,8 @@ use wgpu::util::DeviceExt;
 use super::device::GpuContext;
 use super::instance::{instance_values, leg_values};
 use super::layout::{
-    robots_per_workgroup, Control, InstanceInts, MatrixLayout, LOOP_ITERATIONS_PER_STEP,
-    SOFTWARE_LOOP_BUDGET,
+    robots_per_workgroup, Control, InstanceInts, KernelShape, MatrixLayout,
+    LOOP_ITERATIONS_PER_STEP, SOFTWARE_LOOP_BUDGET,
 };
 use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
@@ -25,7 +25,7 @@ use crate::error::SolverError;
 use crate::integrate::continuation::next_horizon;
 use crate::integrate::record::{InstanceRecord, MatrixSet};
 use crate::integrate::schedule::SampleSchedule;
-use crate::metrics::{MetricsAccumulator, Tally, TallyMid};
+use crate::metrics::{LastSample, MetricsAccumulator, Tally, TallyMid};
 use crate::model::Robot;
 use crate::reference::SolverStats;
 use crate::sample::Status;
@@ -71,13 +71,13 @@ struct Dispatch<'a> {
     groups: u32,
 }
 
-/// A compiled pipeline per (legs, nodes, precision).
+/// A compiled pipeline per kernel shape (the precision is the context's).
 pub struct GpuEngine<'a> {
     pub ctx: &'a GpuContext,
     /// Override of the steps per dispatch (default: by adapter, see
     /// [`GpuEngine::steps_per_dispatch`]).
     pub steps_per_dispatch: Option<u32>,
-    pipelines: Mutex<HashMap<(usize, usize), wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<KernelShape, wgpu::ComputePipeline>>,
 }
 
 fn plan_instance(
@@ -99,15 +99,18 @@ fn plan_instance(
     }
 }
 
-/// One matrix set's words in the layout of [`MatrixLayout`].
-fn matrix_words(set: &MatrixSet) -> Vec<f64> {
-    let m = set.load.len();
-    let lay = MatrixLayout { m };
+/// One matrix set's words in the layout `lay` of its kernel.
+fn matrix_words(set: &MatrixSet, lay: MatrixLayout) -> Vec<f64> {
     let mut out = vec![0.0; lay.stride()];
-    out[lay.bending()..lay.bending() + m * m].copy_from_slice(&set.bending.a);
-    out[lay.geometric()..lay.geometric() + m * m].copy_from_slice(&set.geometric.a);
-    out[lay.p_inv()..lay.p_inv() + m * m].copy_from_slice(&set.p_inv.a);
-    out[lay.load()..lay.load() + m].copy_from_slice(&set.load);
+    let mut put = |at: usize, x: &[f64]| out[at..at + x.len()].copy_from_slice(x);
+    put(lay.bending(), &set.bending.a);
+    put(lay.geometric(), &set.geometric.a);
+    put(lay.p_inv(), &set.p_inv.a);
+    put(lay.load(), &set.load);
+    if let (true, Some(c)) = (lay.couple, &set.couple) {
+        put(lay.couple_cos(), &c.cos.a);
+        put(lay.couple_sin(), &c.sin.a);
+    }
     out
 }
 
@@ -174,12 +177,12 @@ impl<'a> GpuEngine<'a> {
         ((SOFTWARE_LOOP_BUDGET * 4 / 5) / LOOP_ITERATIONS_PER_STEP) as u32
     }
 
-    fn pipeline(&self, n_legs: usize, n_nodes: usize) -> Result<wgpu::ComputePipeline, GpuError> {
+    fn pipeline(&self, shape: KernelShape) -> Result<wgpu::ComputePipeline, GpuError> {
         let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = cache.get(&(n_legs, n_nodes)) {
+        if let Some(p) = cache.get(&shape) {
             return Ok(p.clone());
         }
-        let src = shader::source(n_legs, n_nodes, self.ctx.precision);
+        let src = shader::source(shape, self.ctx.precision);
         shader::validate(&src)?;
         let dev = &self.ctx.device;
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -210,7 +213,7 @@ impl<'a> GpuEngine<'a> {
         if let Some(e) = pollster::block_on(scope.pop()) {
             return Err(GpuError::Shader(e.to_string()));
         }
-        cache.insert((n_legs, n_nodes), pipeline.clone());
+        cache.insert(shape, pipeline.clone());
         Ok(pipeline)
     }
 
@@ -238,10 +241,10 @@ impl<'a> GpuEngine<'a> {
         cfgs: &[RunConfig],
         with_state: bool,
     ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
-        let mut groups: HashMap<(usize, usize), Vec<usize>> = HashMap::new();
+        let mut groups: HashMap<KernelShape, Vec<usize>> = HashMap::new();
         for (i, c) in cfgs.iter().enumerate() {
             groups
-                .entry((c.params.n_legs, c.params.n_nodes))
+                .entry(KernelShape::of(&c.params))
                 .or_default()
                 .push(i);
         }
@@ -250,7 +253,7 @@ impl<'a> GpuEngine<'a> {
         keys.sort();
         for key in keys {
             let idx = &groups[&key];
-            let cap = self.max_batch(key.0, key.1);
+            let cap = self.max_batch(key.n_legs, key.n_nodes);
             for chunk in idx.chunks(cap) {
                 let sub: Vec<&RunConfig> = chunk.iter().map(|&i| &cfgs[i]).collect();
                 for (r, &i) in self.run_group(&sub, with_state)?.into_iter().zip(chunk) {
@@ -273,10 +276,11 @@ impl<'a> GpuEngine<'a> {
     ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
         let start = Instant::now();
         let precision = self.ctx.precision;
-        let (n_legs, n_nodes) = (cfgs[0].params.n_legs, cfgs[0].params.n_nodes);
-        let lay = StateLayout { n_legs, n_nodes };
+        let shape = KernelShape::of(&cfgs[0].params);
+        let n_legs = shape.n_legs;
+        let lay = shape.state();
         let b = cfgs.len();
-        let pipeline = self.pipeline(n_legs, n_nodes)?;
+        let pipeline = self.pipeline(shape)?;
 
         // Per-instance constants, matrix sets shared by equal keys.
         let mut set_of: HashMap<Vec<u64>, u32> = HashMap::new();
@@ -288,7 +292,7 @@ impl<'a> GpuEngine<'a> {
             let record = InstanceRecord::new(&robot, h, cfg.fixed_step.theta);
             let next = set_of.len() as u32;
             let set = *set_of.entry(record.matrices.key()).or_insert_with(|| {
-                mats.extend(matrix_words(&record.matrices));
+                mats.extend(matrix_words(&record.matrices, shape.matrices()));
                 next
             });
             plans.push(plan_instance(cfg, &robot, &record, set));
@@ -565,7 +569,12 @@ fn finish_instance(
     };
     let tally = Tally {
         first_y: Some(sum("first_y")),
-        last: Some((time(last_k), sum("last_y"), sum("last_work"))),
+        last: Some(LastSample {
+            t: time(last_k),
+            y: sum("last_y"),
+            work: sum("last_work"),
+            work_axo: sum("last_work_axo"),
+        }),
         max_inext: per_leg("max_inext").into_iter().fold(0.0, f64::max),
         phi: per_leg("phi"),
         win_count,

@@ -7,6 +7,8 @@ use bytemuck::{Pod, Zeroable};
 
 use super::tally::StateLayout;
 use super::Precision;
+use crate::model::axoneme;
+use crate::params::Params;
 
 /// Invocations a workgroup aims at: two NVIDIA warps, one AMD wave64; a robot's legs
 /// never straddle workgroups, so a workgroup holds ⌊64/N⌋ robots.
@@ -65,10 +67,56 @@ pub const SOFTWARE_LOOP_BUDGET: u64 = 65535;
 /// physical range during output interval k (diverged at sample time t_k).
 pub const STATUS_RUNNING: u32 = 0;
 
-/// Layout of one matrix set: the component-block matrices of one leg (m = 2n).
+/// What a compiled kernel is specialised for: the robot's shape, and the model terms
+/// its instances use (a batch whose instances have no internal couple runs a kernel
+/// without one, so the term costs nothing where it is off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KernelShape {
+    pub n_legs: usize,
+    pub n_nodes: usize,
+    pub couple: bool,
+}
+
+impl KernelShape {
+    /// The kernel an instance with parameters `p` runs on.
+    pub fn of(p: &Params) -> KernelShape {
+        KernelShape {
+            n_legs: p.n_legs,
+            n_nodes: p.n_nodes,
+            couple: axoneme::has_couple(p),
+        }
+    }
+
+    /// N legs of n nodes, no optional term.
+    pub fn plain(n_legs: usize, n_nodes: usize) -> KernelShape {
+        KernelShape {
+            n_legs,
+            n_nodes,
+            couple: false,
+        }
+    }
+
+    pub fn state(&self) -> StateLayout {
+        StateLayout {
+            n_legs: self.n_legs,
+            n_nodes: self.n_nodes,
+        }
+    }
+
+    pub fn matrices(&self) -> MatrixLayout {
+        MatrixLayout {
+            m: 2 * self.n_nodes,
+            couple: self.couple,
+        }
+    }
+}
+
+/// Layout of one matrix set: the component-block matrices of one leg (m = 2n), and the
+/// internal couple's B_c, B_s in a kernel with the couple.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MatrixLayout {
     pub m: usize,
+    pub couple: bool,
 }
 
 impl MatrixLayout {
@@ -85,16 +133,26 @@ impl MatrixLayout {
     pub fn load(&self) -> usize {
         3 * self.m * self.m
     }
-    pub fn stride(&self) -> usize {
+    pub fn couple_cos(&self) -> usize {
         3 * self.m * self.m + self.m
+    }
+    pub fn couple_sin(&self) -> usize {
+        4 * self.m * self.m + self.m
+    }
+    pub fn stride(&self) -> usize {
+        let couple = if self.couple { 2 * self.m * self.m } else { 0 };
+        3 * self.m * self.m + self.m + couple
     }
 }
 
 /// The generated head of every shader: the precision alias, sizes, the state and
 /// matrix-set constants, and the per-instance structs.
-pub fn wgsl_header(n_legs: usize, n_nodes: usize, precision: Precision) -> String {
-    let s = StateLayout { n_legs, n_nodes };
-    let m = MatrixLayout { m: 2 * n_nodes };
+pub fn wgsl_header(shape: KernelShape, precision: Precision) -> String {
+    let KernelShape {
+        n_legs, n_nodes, ..
+    } = shape;
+    let s = shape.state();
+    let m = shape.matrices();
     let (real, real_max) = match precision {
         Precision::F64 => ("f64", "1.7976931348623157e308"),
         Precision::F32 => ("f32", "3.4028234663852886e38"),

@@ -37,8 +37,10 @@ const fn robot(name: &'static str) -> RunningSum {
 
 /// The running sums, in state-buffer order (after q and v).
 pub const RUNNING_SUMS: &[RunningSum] = &[
-    // Actuation work ∫|M0ψ̇|dt of this leg (summed over legs at each sample).
+    // Actuation work ∫|M0ψ̇|dt of this leg (summed over legs at each sample), and the
+    // internal couple's ∫|Q_A·q̇|dt (kept by kernels with the couple, else 0).
     leg("work"),
+    leg("work_axo"),
     // Unwrapped phase φ (0 at t = 0) and its value at the first window sample.
     leg("phi"),
     leg("phi_start"),
@@ -63,8 +65,9 @@ pub const RUNNING_SUMS: &[RunningSum] = &[
     robot("first_y"),
     robot("window_y"),
     robot("last_y"),
-    // Actuation work of the robot at the last sample.
+    // Actuation work and the couples' work of the robot at the last sample.
     robot("last_work"),
+    robot("last_work_axo"),
 ];
 
 /// Slots of one instance's resident state (SoA: slot s of instance i is

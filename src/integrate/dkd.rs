@@ -21,6 +21,7 @@ use crate::integrate::lanes::{run_block, Isa, LaneJob, LaneSink};
 use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::MetricsSettings;
+use crate::model::axoneme::{has_couple, CoupleMatrices};
 use crate::model::Robot;
 use crate::sample::{Deadline, Status};
 
@@ -85,11 +86,66 @@ impl DkdSettings {
 
     /// The step for `robot` given the output interval.
     pub fn step_for(&self, robot: &Robot, dt_out: f64) -> f64 {
-        let h_max = self.h.unwrap_or_else(|| {
-            (self.safety * 2.0 / top_bending_frequency(robot)).min(self.max_step)
-        });
+        let h_max = self
+            .h
+            .unwrap_or_else(|| (self.safety * 2.0 / top_frequency(robot)).min(self.max_step));
         dt_out / (dt_out / h_max).ceil()
     }
+}
+
+/// Largest natural frequency ω_max of a free leg, the bound of the explicit step: the
+/// bending's, or with an internal couple that of the bending and the couple together.
+/// The couple's force is linear in q (docs/model.md (A5)), Q_A = −S(θ)q with
+/// S = f_A [[0, −B(θ)], [B(θ), 0]] symmetric; its phase θ sweeps every value during a run,
+/// so ω_max is the largest over a grid of phases.
+pub fn top_frequency(robot: &Robot) -> f64 {
+    let Some(couple) = has_couple(&robot.p).then(|| CoupleMatrices::new(&robot.p)) else {
+        return top_bending_frequency(robot);
+    };
+    let m = 2 * robot.n_nodes;
+    let (p, amp) = (&robot.p, robot.p.axo_f.abs());
+    (0..16)
+        .map(|k| {
+            let th = k as f64 * std::f64::consts::PI / 8.0;
+            let (c, s) = (amp * th.cos(), amp * th.sin());
+            let b = |r: usize, col: usize| c * couple.cos.get(r, col) + s * couple.sin.get(r, col);
+            // y = (K_M K ⊕ K_M K + S) x, then (ρM)⁻¹ per component block.
+            let stiffness = |x: &[f64], z: &mut [f64]| {
+                let mut y = vec![0.0; 2 * m];
+                robot.fe.bending.mul(&x[..m], &mut y[..m]);
+                robot.fe.bending.mul(&x[m..], &mut y[m..]);
+                for r in 0..m {
+                    y[r] *= p.k_m;
+                    y[m + r] *= p.k_m;
+                    for col in 0..m {
+                        y[r] -= b(r, col) * x[m + col];
+                        y[m + r] += b(r, col) * x[col];
+                    }
+                }
+                robot.mass_inv.mul(&y[..m], &mut z[..m]);
+                robot.mass_inv.mul(&y[m..], &mut z[m..]);
+            };
+            power_iteration(2 * m, stiffness).sqrt()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The largest |eigenvalue| of `apply` (dimension `dim`) by power iteration.
+fn power_iteration(dim: usize, apply: impl Fn(&[f64], &mut [f64])) -> f64 {
+    let mut x: Vec<f64> = (0..dim).map(|i| 1.0 + 0.1 * i as f64).collect();
+    let mut z = vec![0.0; dim];
+    let mut lambda = 0.0;
+    for _ in 0..2000 {
+        apply(&x, &mut z);
+        let norm = z.iter().map(|a| a * a).sum::<f64>().sqrt();
+        let next = norm / x.iter().map(|a| a * a).sum::<f64>().sqrt();
+        x.iter_mut().zip(&z).for_each(|(a, b)| *a = b / norm);
+        if (next - lambda).abs() <= 1e-12 * next {
+            return next;
+        }
+        lambda = next;
+    }
+    lambda
 }
 
 /// Largest natural frequency ω_max of a free leg: K_M·K φ = ω² ρM φ (power iteration).
@@ -127,11 +183,10 @@ pub struct DkdStats {
 /// follow a single state step by step (runs use [`integrate`]).
 pub fn step(record: &InstanceRecord, q: &mut [f64], v: &mut [f64]) -> f64 {
     let model = BlockModel::<1>::new(&[record]);
-    let mut st = BlockState::<1> {
-        q: q.iter().map(|&x| L([x])).collect(),
-        v: v.iter().map(|&x| L([x])).collect(),
-        work: L::zero(),
-    };
+    let mut st = BlockState::<1>::at_rest(q.len(), |_, k| q[k]);
+    for (x, y) in st.v.iter_mut().zip(v.iter()) {
+        *x = L([*y]);
+    }
     let mut scratch = Scratch::new(record.n_legs);
     Isa::detect().advance(&model, &mut st, &mut scratch, 1);
     for (x, y) in q.iter_mut().zip(&st.q) {

@@ -14,7 +14,7 @@ use super::bordered_band::BorderedBand;
 use super::events::{DenseStep, Switching};
 use super::settings::{ReferenceSettings, SolverStats};
 use crate::model::contact::gap;
-use crate::model::{ContactMode, Robot};
+use crate::model::{ContactMode, Powers, Robot};
 use crate::sample::{state_is_sane, Deadline, Sample, SampleTimes, SolverFailure, Status};
 
 const GAMMA: f64 = 0.435_866_521_508_459;
@@ -42,6 +42,13 @@ const D: [f64; 4] = [
     0.326_899_891_131_344_27,
 ];
 const STAGES: usize = 4;
+/// Stage times c_i = Σ_j A_ij (in units of the step).
+const C: [f64; 4] = [
+    A[0][0] + A[0][1] + A[0][2] + A[0][3],
+    A[1][0] + A[1][1] + A[1][2] + A[1][3],
+    A[2][0] + A[2][1] + A[2][2] + A[2][3],
+    A[3][0] + A[3][1] + A[3][2] + A[3][3],
+];
 /// Newton stops when the estimated remaining error is below KAPPA (in tolerance units).
 const KAPPA: f64 = 0.05;
 const MAX_NEWTON: usize = 8;
@@ -53,21 +60,63 @@ struct System<'a> {
     nq: usize,
     evals: usize,
     mode: ContactMode,
+    /// The robot without its internal couple, when the Newton matrix is to leave the
+    /// couple out (`ReferenceSettings::couple_in_newton` false and a couple present).
+    uncoupled: Option<Robot>,
 }
 
-impl System<'_> {
-    fn accel(&mut self, q: &[f64], v: &[f64], a: &mut [f64]) -> f64 {
-        self.evals += 1;
-        self.robot.accelerations_in(q, v, a, &self.mode)
+impl<'a> System<'a> {
+    fn new(robot: &'a Robot, q: &[f64], couple_in_newton: bool) -> System<'a> {
+        let uncoupled = (!couple_in_newton && robot.p.axo_f != 0.0).then(|| {
+            let mut p = robot.p.clone();
+            p.axo_f = 0.0;
+            Robot::new(&p)
+        });
+        System {
+            robot,
+            nq: robot.nq(),
+            evals: 0,
+            mode: ContactMode::of_state(robot, q),
+            uncoupled,
+        }
     }
 
-    /// ∂a/∂q and ∂a/∂v (dense row-major) by forward differences, columns grouped by
-    /// the model's structure so that columns sharing a group touch disjoint rows.
-    fn jacobian(&mut self, q: &[f64], v: &[f64], a0: &[f64], jq: &mut [f64], jv: &mut [f64]) {
+    fn accel(&mut self, t: f64, q: &[f64], v: &[f64], a: &mut [f64]) -> Powers {
+        self.evals += 1;
+        self.robot.accelerations_in(t, q, v, a, &self.mode)
+    }
+
+    /// ∂a/∂q and ∂a/∂v (dense row-major) at time t by forward differences, columns
+    /// grouped by the model's structure so that columns sharing a group touch disjoint
+    /// rows (the couple acts within a leg, so it keeps the grouping).
+    fn jacobian(
+        &mut self,
+        t: f64,
+        q: &[f64],
+        v: &[f64],
+        a0: &[f64],
+        jq: &mut [f64],
+        jv: &mut [f64],
+    ) {
         let (nq, l) = (self.nq, self.robot.leg_dofs);
-        let n_legs = self.robot.n_legs;
+        let robot = self.uncoupled.as_ref().unwrap_or(self.robot);
+        let mode = self.mode.clone();
+        let mut evals = 0;
+        let mut accel = |q: &[f64], v: &[f64], a: &mut [f64]| {
+            evals += 1;
+            robot.accelerations_in(t, q, v, a, &mode);
+        };
+        let mut base = Vec::new();
+        let a0 = if self.uncoupled.is_some() {
+            base.resize(nq, 0.0);
+            accel(q, v, &mut base);
+            &base[..]
+        } else {
+            a0
+        };
+        let n_legs = robot.n_legs;
         let body = n_legs * l;
-        let (a1, c1) = (self.robot.idx.a(0), self.robot.idx.c(0));
+        let (a1, c1) = (robot.idx.a(0), robot.idx.c(0));
         let mut qp = q.to_vec();
         let mut vp = v.to_vec();
         let mut ap = vec![0.0; nq];
@@ -83,7 +132,7 @@ impl System<'_> {
             for (&c, d) in cols.iter().zip(&deltas) {
                 vp[c] = v[c] + d;
             }
-            self.accel(q, &vp, &mut ap);
+            accel(q, &vp, &mut ap);
             for (&c, d) in cols.iter().zip(&deltas) {
                 vp[c] = v[c];
                 let rows = if c >= body {
@@ -103,7 +152,7 @@ impl System<'_> {
             for (&c, d) in cols.iter().zip(&deltas) {
                 qp[c] = q[c] + d;
             }
-            self.accel(&qp, v, &mut ap);
+            accel(&qp, v, &mut ap);
             for (&c, d) in cols.iter().zip(&deltas) {
                 qp[c] = q[c];
                 for r in (c / l) * l..(c / l + 1) * l {
@@ -119,12 +168,13 @@ impl System<'_> {
         for c in wide {
             let d = step(q[c]);
             qp[c] = q[c] + d;
-            self.accel(&qp, v, &mut ap);
+            accel(&qp, v, &mut ap);
             qp[c] = q[c];
             for r in 0..nq {
                 jq[r * nq + c] = (ap[r] - a0[r]) / d;
             }
         }
+        self.evals += evals;
     }
 }
 
@@ -132,16 +182,11 @@ impl System<'_> {
 /// finite-difference Jacobian the reference uses (also for spectrum measurements).
 pub fn acceleration_jacobian(robot: &Robot, q: &[f64], v: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let nq = robot.nq();
-    let mut sys = System {
-        robot,
-        nq,
-        evals: 0,
-        mode: ContactMode::of_state(robot, q),
-    };
+    let mut sys = System::new(robot, q, true);
     let mut a0 = vec![0.0; nq];
-    sys.accel(q, v, &mut a0);
+    sys.accel(0.0, q, v, &mut a0);
     let (mut jq, mut jv) = (vec![0.0; nq * nq], vec![0.0; nq * nq]);
-    sys.jacobian(q, v, &a0, &mut jq, &mut jv);
+    sys.jacobian(0.0, q, v, &a0, &mut jq, &mut jv);
     (jq, jv)
 }
 
@@ -172,27 +217,22 @@ pub fn integrate(
     let l = robot.leg_dofs;
     let (rtol, atol) = (settings.rtol, settings.atol);
     let (mut q, mut v) = robot.initial_state();
-    let mut sys = System {
-        robot,
-        nq,
-        evals: 0,
-        mode: ContactMode::of_state(robot, &q),
-    };
+    let mut sys = System::new(robot, &q, settings.couple_in_newton);
     let mut stats = SolverStats::default();
     let switching = Switching::new(atol);
     // A contact switch located inside the last step: (surface, its time). The step is
     // retaken to end there, and the mode switches at its end.
     let mut pending: Option<(usize, f64)> = None;
     let mut scratch = vec![0.0; nq];
-    let mut work = 0.0;
+    let mut work = Powers::default();
     let mut t = 0.0;
     let mut a_n = vec![0.0; nq];
-    let mut p_n = sys.accel(&q, &v, &mut a_n);
+    let mut p_n = sys.accel(t, &q, &v, &mut a_n);
 
     // Stage storage: velocities (= q-slopes), accelerations and powers.
     let mut vs = vec![vec![0.0; nq]; STAGES];
     let mut accs = vec![vec![0.0; nq]; STAGES];
-    let mut pw = [0.0; STAGES];
+    let mut pw = [Powers::default(); STAGES];
     let (mut q_t, mut v_t) = (vec![0.0; nq], vec![0.0; nq]);
     let (mut q_s, mut res) = (vec![0.0; nq], vec![0.0; nq]);
     let (mut q_new, mut v_new) = (vec![0.0; nq], vec![0.0; nq]);
@@ -239,7 +279,7 @@ pub fn integrate(
         };
         let hg = h_step * GAMMA;
         if !jac_valid {
-            sys.jacobian(&q, &v, &a_n, &mut jq, &mut jv);
+            sys.jacobian(t, &q, &v, &a_n, &mut jq, &mut jv);
             stats.jacobian_evals += 1;
             jac_valid = true;
             jac_fresh = true;
@@ -288,7 +328,7 @@ pub fn integrate(
                 for k in 0..nq {
                     q_s[k] = q_t[k] + hg * vi[k];
                 }
-                pw[i] = sys.accel(&q_s, vi, &mut accs[i]);
+                pw[i] = sys.accel(t + C[i] * h_step, &q_s, vi, &mut accs[i]);
                 for k in 0..nq {
                     res[k] = -(vi[k] - v_t[k] - hg * accs[i][k]);
                 }
@@ -319,7 +359,7 @@ pub fn integrate(
                     for k in 0..nq {
                         q_s[k] = q_t[k] + hg * vi[k];
                     }
-                    pw[i] = sys.accel(&q_s, vi, &mut accs[i]);
+                    pw[i] = sys.accel(t + C[i] * h_step, &q_s, vi, &mut accs[i]);
                     break;
                 }
                 prev_norm = norm;
@@ -408,7 +448,7 @@ pub fn integrate(
             Some((k, s)) if s * h_step <= 4.0 * f64::EPSILON * t.max(1.0) => {
                 // At (or within rounding of) the start: switch here, retake the step.
                 pending = None;
-                switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
+                switch_mode(&mut sys, t, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
                 jac_valid = false;
                 continue;
             }
@@ -422,7 +462,16 @@ pub fn integrate(
         // Accept.
         stats.steps += 1;
         let t_new = t + h_step;
-        let w_new = work + h_step * (0..STAGES).map(|j| A[STAGES - 1][j] * pw[j]).sum::<f64>();
+        let stage_sum = |f: fn(&Powers) -> f64| {
+            h_step
+                * (0..STAGES)
+                    .map(|j| A[STAGES - 1][j] * f(&pw[j]))
+                    .sum::<f64>()
+        };
+        let w_new = Powers {
+            servo: work.servo + stage_sum(|p| p.servo),
+            couple: work.couple + stage_sum(|p| p.couple),
+        };
         if !state_is_sane(&q_new) || !v_new.iter().all(|x| x.is_finite()) {
             break Status::Diverged { time: t_new };
         }
@@ -433,7 +482,9 @@ pub fn integrate(
             let (mut qi, mut vi) = (vec![0.0; nq], vec![0.0; nq]);
             dense.q(s, &mut qi);
             dense.v(s, &mut vi);
-            let mut smp = Sample::from_state(robot, ts, &qi, work + s * (w_new - work));
+            let within = |f: fn(&Powers) -> f64| f(&work) + s * (f(&w_new) - f(&work));
+            let mut smp = Sample::from_state(robot, ts, &qi, within(|p| p.servo));
+            smp.work_axo = within(|p| p.couple);
             smp.v = vi;
             on_sample(&smp);
             next += 1;
@@ -453,7 +504,7 @@ pub fn integrate(
             // short of the band's middle; the next step then locates the rest) and keep h,
             // which the cut step did not test.
             if switching.may_switch(&sys.mode, robot, k, gap(robot, &q, k)) {
-                switch_mode(&mut sys, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
+                switch_mode(&mut sys, t, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
                 jac_valid = false;
             }
             rejected_last = false;
@@ -481,17 +532,19 @@ pub fn integrate(
 
 /// Flip surface `k`'s contact mode at (q, v) and re-evaluate the derivative there (the
 /// first stage of the next step), counting the event.
+#[allow(clippy::too_many_arguments)]
 fn switch_mode(
     sys: &mut System,
+    t: f64,
     k: usize,
     q: &[f64],
     v: &[f64],
     a_n: &mut [f64],
-    p_n: &mut f64,
+    p_n: &mut Powers,
     stats: &mut SolverStats,
 ) {
     let on = sys.mode.get(sys.robot, k);
     sys.mode.set(sys.robot, k, !on);
-    *p_n = sys.accel(q, v, a_n);
+    *p_n = sys.accel(t, q, v, a_n);
     stats.contact_events += 1;
 }

@@ -4,13 +4,15 @@
 //! - the parameters flagged `kernel` in the table of src/params.rs ([`KernelParams`]);
 //! - the step-dependent constants derived from them ([`Derived`], declared below);
 //! - the per-leg constants ([`LegConstants`]);
-//! - the matrix set of one leg ([`MatrixSet`]): bending, geometric, P⁻¹, load.
+//! - the matrix set of one leg ([`MatrixSet`]): bending, geometric, P⁻¹, load, and the
+//!   internal couple's quadrature where the instance has a couple.
 //!
 //! The lane kernel's [`BlockModel`](super::lanes::model::BlockModel) gathers W records
 //! into SIMD lanes; the GPU host writes the same members, in the same order, into the
 //! WGSL `Instance` and `LegParams` structs, whose declarations it generates from the
 //! same name lists. A derived constant is therefore written once, here, in f64.
 
+use crate::model::axoneme::{self, CoupleMatrices};
 use crate::model::hermite::Dense;
 use crate::model::Robot;
 use crate::params::KernelParams;
@@ -121,6 +123,12 @@ constants! {
     /// Body-frame anchor B_{i+1} of the leg's β spring.
     b_point_x = c.0.robot.body.b_points[c.1 + 1][0];
     b_point_y = c.0.robot.body.b_points[c.1 + 1][1];
+    /// The internal couple: amplitude f_A·A_i (0 where the leg's motors are off), and
+    /// cos, sin of the leg's phase offset (i−1)Δφ_A, so that a step needs one sincos of
+    /// ω_A t for every leg (cos θ_i = cos ω_At·cos φ_i − sin ω_At·sin φ_i).
+    axo_amp = axoneme::amplitude(&c.0.robot.p, c.1);
+    axo_cos = axoneme::phase(&c.0.robot.p, c.1, 0.0).cos();
+    axo_sin = axoneme::phase(&c.0.robot.p, c.1, 0.0).sin();
 }
 
 /// The matrices of one leg's component block (m = 2n unknowns, row-major): instances
@@ -133,6 +141,8 @@ pub struct MatrixSet {
     pub p_inv: Dense,
     /// ∫H of one component (gravity acts on the X component).
     pub load: Vec<f64>,
+    /// The internal couple's B_c, B_s, where a leg of the instance has the couple.
+    pub couple: Option<CoupleMatrices>,
 }
 
 impl MatrixSet {
@@ -150,11 +160,13 @@ impl MatrixSet {
             geometric: robot.fe.geometric.clone(),
             p_inv: pm.inverse().expect("P is SPD: ρ > 0 (checked), ζ, θ ≥ 0"),
             load: robot.fe.load.clone(),
+            couple: axoneme::has_couple(p).then(|| CoupleMatrices::new(p)),
         }
     }
 
     /// The set's identity: the bits of every entry (equal keys, equal matrices).
     pub fn key(&self) -> Vec<u64> {
+        let couple = self.couple.iter().flat_map(|c| [&c.cos.a, &c.sin.a]);
         [
             &self.bending.a,
             &self.geometric.a,
@@ -162,6 +174,7 @@ impl MatrixSet {
             &self.load,
         ]
         .into_iter()
+        .chain(couple)
         .flatten()
         .map(|x| x.to_bits())
         .collect()
@@ -197,5 +210,10 @@ impl InstanceRecord {
 
     pub fn h(&self) -> f64 {
         self.derived.h
+    }
+
+    /// Whether a leg of the instance has the internal couple.
+    pub fn has_couple(&self) -> bool {
+        self.matrices.couple.is_some()
     }
 }

@@ -37,6 +37,10 @@ pub struct ReferenceSettings {
     /// shrinks a few steps to ~1e-12 s; a model that has broken down keeps them there).
     pub stall_step: f64,
     pub stall_steps: usize,
+    /// Whether the Newton matrix includes the internal couple's ∂Q_A/∂q (exact: Q_A is
+    /// linear in q). Off, Newton treats the couple explicitly within each stage
+    /// (docs/model.md, "The internal couple", measures both).
+    pub couple_in_newton: bool,
 }
 
 impl Default for ReferenceSettings {
@@ -49,6 +53,7 @@ impl Default for ReferenceSettings {
             min_step: 1e-13,
             stall_step: 1e-8,
             stall_steps: 2000,
+            couple_in_newton: true,
         }
     }
 }

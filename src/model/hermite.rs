@@ -261,6 +261,25 @@ pub fn shape(xi: f64, h: f64) -> ([f64; 4], [f64; 4]) {
     (n, dn)
 }
 
+/// First and second s-derivatives of the Hermite shape functions at ξ on an element of
+/// length h (the curvature's ingredients).
+pub fn shape_derivatives(xi: f64, h: f64) -> ([f64; 4], [f64; 4]) {
+    let x2 = xi * xi;
+    let d1 = [
+        (-6.0 * xi + 6.0 * x2) / h,
+        1.0 - 4.0 * xi + 3.0 * x2,
+        (6.0 * xi - 6.0 * x2) / h,
+        3.0 * x2 - 2.0 * xi,
+    ];
+    let d2 = [
+        (-6.0 + 12.0 * xi) / (h * h),
+        (-4.0 + 6.0 * xi) / h,
+        (6.0 - 12.0 * xi) / (h * h),
+        (6.0 * xi - 2.0) / h,
+    ];
+    (d1, d2)
+}
+
 /// Interpolate one component (2n unknowns) at arc length `s` in [0, length].
 pub fn interpolate(comp: &[f64], n_nodes: usize, length: f64, s: f64) -> f64 {
     let h = length / (n_nodes - 1) as f64;

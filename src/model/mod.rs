@@ -2,6 +2,7 @@
 //! contact and the rigid body. This is the readable statement of the equations;
 //! the WGSL kernels are its fast twin.
 
+pub mod axoneme;
 pub mod body;
 pub mod contact;
 pub mod hermite;
@@ -10,4 +11,4 @@ pub mod springs;
 
 pub use body::{BodyGeometry, BodyLoad};
 pub use contact::ContactMode;
-pub use robot::{Energy, LegIndex, Robot};
+pub use robot::{Energy, LegIndex, Powers, Robot};

@@ -4,6 +4,7 @@
 //! `[a_1..a_n, b_1..b_n, c_1..c_n, d_1..d_n]` for i = 1..N, then `(X_b, Y_b, θ)`.
 //! Velocities `v` use the same layout.
 
+use super::axoneme::{self, couple_energy, couple_force};
 use super::body::{BodyGeometry, BodyLoad};
 use super::contact::ContactMode;
 use super::hermite::{assemble, Assembled, Dense};
@@ -71,9 +72,27 @@ pub fn basal_gradient(b1: f64, d1: f64) -> [f64; 2] {
     [-d1 / r2, b1 / r2]
 }
 
+/// Power of the two actuations at one instant (summed over the legs it covers): the
+/// basal servos' Σ|M0_i ψ̇_i| and the internal couples' Σ|Q_A,i·q̇_i|.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Powers {
+    pub servo: f64,
+    pub couple: f64,
+}
+
+impl std::ops::AddAssign for Powers {
+    fn add_assign(&mut self, o: Powers) {
+        self.servo += o.servo;
+        self.couple += o.couple;
+    }
+}
+
 /// Per-leg quantities the acceleration needs besides q and v.
 #[derive(Debug, Clone, Copy)]
 pub struct LegInputs {
+    /// The leg (0-based) and the time: the internal couple's phase.
+    pub leg: usize,
+    pub t: f64,
     /// Spring force on the base node (a_1, c_1).
     pub base_force: [f64; 2],
     /// Target rate ω_i and whether the servo acts.
@@ -217,8 +236,14 @@ impl Robot {
     }
 
     /// Leg acceleration from (35) with Bayo's penalty, solved by Sherman–Morrison.
-    /// Returns the actuation power |M0 ψ̇| of this leg.
-    pub fn leg_acceleration(&self, q: &[f64], v: &[f64], inp: LegInputs, acc: &mut [f64]) -> f64 {
+    /// Returns the leg's actuation powers: the servo's |M0 ψ̇| and the couple's |Q_A·q̇|.
+    pub fn leg_acceleration(
+        &self,
+        q: &[f64],
+        v: &[f64],
+        inp: LegInputs,
+        acc: &mut [f64],
+    ) -> Powers {
         let p = &self.p;
         let m = 2 * self.n_nodes;
         let ix = self.idx;
@@ -262,12 +287,21 @@ impl Robot {
         // Basal servo (16) with generalised force M0 ∂ψ/∂q.
         let [gb, gd] = basal_gradient(q[ix.b(0)], q[ix.d(0)]);
         let psi_dot = gb * v[ix.b(0)] + gd * v[ix.d(0)];
-        let mut power = 0.0;
+        let mut power = Powers::default();
         if inp.actuated {
             let m0 = p.k_p * (-inp.omega - psi_dot);
             f[ix.b(0)] += m0 * gb;
             f[ix.d(0)] += m0 * gd;
-            power = (m0 * psi_dot).abs();
+            power.servo = (m0 * psi_dot).abs();
+        }
+        // The internal couple (A4), where this leg's motors act.
+        if axoneme::amplitude(p, inp.leg) != 0.0 {
+            let mut qa = [0.0; L];
+            couple_force(self, inp.leg, q, inp.t, &mut qa[..2 * m]);
+            for (fi, x) in f.iter_mut().zip(&qa) {
+                *fi += x;
+            }
+            power.couple = qa.iter().zip(v).map(|(a, b)| a * b).sum::<f64>().abs();
         }
         // Tip contact (17), while the contact mode says so.
         let tip_x = q[ix.a(ix.tip())];
@@ -309,27 +343,31 @@ impl Robot {
         [fx / p.body_mass, fy / p.body_mass, tq / self.body.inertia]
     }
 
-    /// Accelerations of all coordinates; returns the total actuation power Σ|M0_i ψ̇_i|.
-    pub fn accelerations(&self, q: &[f64], v: &[f64], acc: &mut [f64]) -> f64 {
-        self.accelerations_in(q, v, acc, &ContactMode::of_state(self, q))
+    /// Accelerations of all coordinates at time t; returns the actuation powers summed
+    /// over the legs.
+    pub fn accelerations(&self, t: f64, q: &[f64], v: &[f64], acc: &mut [f64]) -> Powers {
+        self.accelerations_in(t, q, v, acc, &ContactMode::of_state(self, q))
     }
 
     /// [`Robot::accelerations`] with the contact forces of `mode` (held by an
     /// event-locating solver) instead of those the state's gaps select.
     pub fn accelerations_in(
         &self,
+        t: f64,
         q: &[f64],
         v: &[f64],
         acc: &mut [f64],
         mode: &ContactMode,
-    ) -> f64 {
+    ) -> Powers {
         let mut base_force = [[0.0; 2]; MAX_LEGS];
         let body_load = self.spring_pass(q, &mut base_force[..self.n_legs]);
         let l = self.leg_dofs;
-        let mut power = 0.0;
+        let mut power = Powers::default();
         for (i, &force) in base_force.iter().enumerate().take(self.n_legs) {
             let r = i * l..(i + 1) * l;
             let inp = LegInputs {
+                leg: i,
+                t,
                 base_force: force,
                 omega: self.p.leg_omega(i),
                 actuated: self.p.actuated[i],
@@ -341,6 +379,14 @@ impl Robot {
         let ab = self.body_acceleration(&q[o..o + 3], &v[o..o + 3], body_load, mode.body);
         acc[o..o + 3].copy_from_slice(&ab);
         power
+    }
+
+    /// The internal couples' energy Σ_i E_A,i at time t (A3): with ω_A = 0 it joins
+    /// [`Energy::total`] in the conserved sum.
+    pub fn couple_energy(&self, t: f64, q: &[f64]) -> f64 {
+        (0..self.n_legs)
+            .map(|i| couple_energy(self, i, self.leg(q, i), t))
+            .sum()
     }
 
     /// Total mechanical energy and its parts (Bayo's penalty counted as ½λ(V̇² + η²V²)).

@@ -411,6 +411,10 @@ pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
         "omega_legs",
         rows.iter().map(|p| list_text(&p.omega_legs)).collect(),
     );
+    t.string(
+        "axo_actuated",
+        rows.iter().map(|p| mask_text(&p.axo_mask())).collect(),
+    );
 }
 
 /// Append every metric column for `rows`.

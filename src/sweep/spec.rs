@@ -30,7 +30,7 @@
 use std::path::Path;
 
 use crate::error::ParamError;
-use crate::params::{parse_number, spec, Params, LIST_PARAMS, SCALAR_PARAMS};
+use crate::params::{parse_number, spec, Params, LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
 use crate::simulate::{ConfigError, RunConfig};
 use crate::sweep::rng::SplitMix64;
 use crate::sweep::SweepError;
@@ -625,7 +625,7 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
             if !ok {
                 let expected = if scalar.is_some() {
                     "a number (angles may be written \"90deg\")"
-                } else if param == "actuated" {
+                } else if MASK_PARAMS.contains(&param.as_str()) {
                     "a mask name (\"all\", \"none\", \"first\", \"every_other\") or a list of 0/1"
                 } else {
                     "a list of numbers, one per leg"

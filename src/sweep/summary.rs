@@ -51,7 +51,13 @@ pub const PER_CLASS_METRICS: &[(&str, &str)] = &[
     ("lag_order", "1"),
     ("mean_lag", "rad"),
     ("displacement", "m"),
+    ("work", "J"),
+    ("work_axo", "J"),
+    ("cost_of_transport", "1"),
 ];
+
+/// Metrics a dataset written before they existed lacks (summarised where present).
+const LATER_METRICS: &[&str] = &["work", "work_axo", "cost_of_transport"];
 
 fn mean_std(x: &[f64]) -> (f64, f64) {
     let f: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
@@ -162,6 +168,9 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
     }
     for (m, unit) in PER_CLASS_METRICS {
         let Some(Column::Num(x)) = ds.column(m) else {
+            if LATER_METRICS.contains(m) {
+                continue;
+            }
             return Err(missing(dir, m));
         };
         for c in Class::ALL {

@@ -10,7 +10,6 @@
 use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
 use super::model::BlockModel;
-use super::simd::L;
 use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
@@ -69,13 +68,7 @@ pub fn run_block<const W: usize>(
     let initial: Vec<Vec<f64>> = robots.iter().map(|r| r.initial_state().0).collect();
     let nq = initial[0].len();
     let lane = |j: usize| j.min(jobs.len() - 1);
-    let mut st = BlockState::<W> {
-        q: (0..nq)
-            .map(|k| L(std::array::from_fn(|j| initial[lane(j)][k])))
-            .collect(),
-        v: vec![L::zero(); nq],
-        work: L::zero(),
-    };
+    let mut st = BlockState::<W>::at_rest(nq, |j, k| initial[lane(j)][k]);
     let mut scratch = Scratch::<W>::new(model.n_legs);
     let mut ends: Vec<Option<LaneEnd>> = vec![None; jobs.len()];
     let mut next = vec![1usize; jobs.len()];
@@ -110,7 +103,8 @@ pub fn run_block<const W: usize>(
                 *qs = st.q[s].lane(j);
                 *vs = st.v[s].lane(j);
             }
-            let sample = Sample::from_state(job.robot, t, &q, st.work.lane(j));
+            let mut sample = Sample::from_state(job.robot, t, &q, st.work.lane(j));
+            sample.work_axo = st.work_axo.lane(j);
             let end = |status| {
                 Some(LaneEnd {
                     status,
@@ -163,4 +157,5 @@ fn park<const W: usize>(st: &mut BlockState<W>, j: usize, q0: &[f64]) {
         st.v[s].0[j] = 0.0;
     }
     st.work.0[j] = 0.0;
+    st.work_axo.0[j] = 0.0;
 }

@@ -27,13 +27,32 @@ fn nodes<const W: usize, const NN: usize>(m: &BlockModel<W>) -> usize {
     }
 }
 
-/// Positions, velocities and accumulated actuation work of every lane, in the
-/// robot's layout (`model::robot`): leg i's 4n unknowns, then (X_b, Y_b, θ).
+/// Positions, velocities, steps taken and accumulated actuation work of every lane, in
+/// the robot's layout (`model::robot`): leg i's 4n unknowns, then (X_b, Y_b, θ).
 #[derive(Debug, Clone)]
 pub struct BlockState<const W: usize> {
     pub q: Vec<L<W>>,
     pub v: Vec<L<W>>,
+    /// Steps taken (a whole number): the time is steps·h, exactly as the GPU's.
+    pub steps: L<W>,
+    /// The servos' work and the internal couples' work.
     pub work: L<W>,
+    pub work_axo: L<W>,
+}
+
+impl<const W: usize> BlockState<W> {
+    /// Every lane at rest at t = 0 in the given positions (lane j: `q0(j)`).
+    pub fn at_rest(nq: usize, q0: impl Fn(usize, usize) -> f64) -> Self {
+        BlockState {
+            q: (0..nq)
+                .map(|k| L(std::array::from_fn(|j| q0(j, k))))
+                .collect(),
+            v: vec![L::zero(); nq],
+            steps: L::zero(),
+            work: L::zero(),
+            work_axo: L::zero(),
+        }
+    }
 }
 
 /// Per-step work space, allocated once per block (nothing is zeroed per step).
@@ -44,6 +63,10 @@ pub struct Scratch<const W: usize> {
     r: [L<W>; LEG_MAX],
     z: [L<W>; LEG_MAX],
     w: [L<W>; LEG_MAX],
+    /// The internal couple's Q_A of the leg being kicked.
+    qa: [L<W>; LEG_MAX],
+    /// (cos, sin) of ω_A t at this step's midpoint.
+    axo_phase: [L<W>; 2],
     base_force: Vec<[L<W>; 2]>,
 }
 
@@ -56,6 +79,8 @@ impl<const W: usize> Scratch<W> {
             r: z,
             z,
             w: z,
+            qa: z,
+            axo_phase: [L::zero(); 2],
             base_force: vec![[L::zero(); 2]; n_legs],
         }
     }
@@ -285,9 +310,41 @@ fn body_and_springs<const W: usize, const NN: usize>(
     load
 }
 
+/// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A4)) into
+/// `qa`: Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i,
+/// sin θ_i). Row by row, the coefficients of B formed on the way (B's band is the
+/// Hermite matrices' band).
+#[inline(always)]
+fn couple_force<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    [b_cos, b_sin]: &[Banded<W>; 2],
+    leg: usize,
+    n: usize,
+    q: &[L<W>],
+    s: &mut Scratch<W>,
+) {
+    let lc = &m.legs[leg];
+    let [cw, sw] = s.axo_phase;
+    let c = lc.axo_amp * cw.mul_add::<F>(lc.axo_cos, -(sw * lc.axo_sin));
+    let sn = lc.axo_amp * sw.mul_add::<F>(lc.axo_cos, cw * lc.axo_sin);
+    let mm = 2 * n;
+    for row in 0..mm {
+        let cols = band(n, row);
+        let (mut qx, mut qy) = (L::zero(), L::zero());
+        for (k, &col) in cols.iter().enumerate() {
+            let b = c.mul_add::<F>(b_cos.coef[row][k], sn * b_sin.coef[row][k]);
+            qx = b.mul_add::<F>(q[mm + col], qx);
+            qy = b.mul_add::<F>(q[col], qy);
+        }
+        s.qa[row] = qx;
+        s.qa[mm + row] = -qy;
+    }
+}
+
 /// One leg's kick: `q` at the midpoint (moved by the touchdown correction), `v` old
 /// velocities in, new velocities out.
-/// Returns the leg's actuation power |M0 ψ̇| at the new velocity.
+/// Returns the leg's actuation powers at the new velocity: the servo's |M0 ψ̇| and the
+/// internal couple's |Q_A·v| (0 without one).
 #[inline(always)]
 fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
@@ -296,8 +353,16 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     v: &mut [L<W>],
     base_force: [L<W>; 2],
     s: &mut Scratch<W>,
-) -> L<W> {
+) -> [L<W>; 2] {
     let n = nodes::<W, NN>(m);
+    // The couple's power is taken at the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h
+    // over the step. (The new velocity alone carries the top bending mode's step-to-step
+    // swing, which |·| would count as work.)
+    let mut qv_old = L::zero();
+    if let Some(couple) = &m.couple {
+        couple_force::<W, F>(m, couple, leg, n, q, s);
+        qv_old = dot::<W, F>(&s.qa[..4 * n], v);
+    }
     let (mm, l) = (2 * n, 4 * n);
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
     let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
@@ -337,6 +402,11 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     r[id] -= h_servo * gd;
     let contact = q[itip].ge_mask(m.p.x_t);
     r[itip] += m.d.h * contact * m.p.epsilon * (m.p.x_t - q[itip]);
+    if m.couple.is_some() {
+        for (rk, qk) in r.iter_mut().zip(&s.qa[..l]) {
+            *rk = m.d.h.mul_add::<F>(*qk, *rk);
+        }
+    }
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
     // (each right-hand-side entry loaded once per pair of rows); r above lacks c·Gq.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
@@ -423,7 +493,12 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
     }
     let psi_dot = gb * v[ib] + gd * v[id];
-    (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs()
+    let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
+    let couple = match m.couple {
+        Some(_) => ((qv_old + dot::<W, F>(&s.qa[..l], v)) * 0.5).abs(),
+        None => L::zero(),
+    };
+    [servo, couple]
 }
 
 /// LDLᵀ factors of an SPD 3×3 matrix (no pivoting needed: C = I + UᵀP⁻¹U), with the
@@ -477,13 +552,20 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     for (q, v) in st.q.iter_mut().zip(&st.v) {
         *q = half.mul_add::<F>(*v, *q);
     }
+    if m.couple.is_some() {
+        // ω_A t at the midpoint, t = (steps + ½)h; one sincos per lane for every leg.
+        let arg = m.p.axo_omega * ((st.steps + 0.5) * m.d.h);
+        s.axo_phase = [arg.map(f64::cos), arg.map(f64::sin)];
+    }
     let mut base_force = std::mem::take(&mut s.base_force);
     let load = body_and_springs::<W, NN>(m, &st.q, &mut base_force);
     let l = 4 * nodes::<W, NN>(m);
-    let mut power = L::zero();
+    let (mut power, mut power_axo) = (L::zero(), L::zero());
     for (i, &bf) in base_force.iter().enumerate() {
         let r = i * l..(i + 1) * l;
-        power += kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s);
+        let [servo, couple] = kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s);
+        power += servo;
+        power_axo += couple;
     }
     s.base_force = base_force;
     let o = m.n_legs * l;
@@ -496,4 +578,8 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
         *q = half.mul_add::<F>(*v, *q);
     }
     st.work = h.mul_add::<F>(power, st.work);
+    if m.couple.is_some() {
+        st.work_axo = h.mul_add::<F>(power_axo, st.work_axo);
+    }
+    st.steps += L::splat(1.0);
 }

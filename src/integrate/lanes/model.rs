@@ -70,6 +70,9 @@ pub struct BlockModel<const W: usize> {
     /// Body points B_1..B_{N+2} and contact points P_1, P_2 in the body frame.
     pub b_points: Vec<[L<W>; 2]>,
     pub p_points: [[L<W>; 2]; 2],
+    /// The internal couple's B_c, B_s where a lane has a couple (lanes without it hold
+    /// zeros and add exact zeros); `None` where no lane has one, and the kick skips it.
+    pub couple: Option<[Banded<W>; 2]>,
 }
 
 impl<const W: usize> BlockModel<W> {
@@ -91,7 +94,21 @@ impl<const W: usize> BlockModel<W> {
             .chain(legs.iter().map(|l| [l.b_point_x, l.b_point_y]))
             .chain(std::iter::once([d.b_last_x, d.b_last_y]))
             .collect();
+        let couple = r.iter().any(|x| x.has_couple()).then(|| {
+            let zero = Dense {
+                nodes: Some(n_nodes),
+                ..Dense::zeros(m)
+            };
+            let (mut cos, mut sin) = ([&zero; W], [&zero; W]);
+            for (j, x) in r.iter().enumerate() {
+                if let Some(c) = &x.matrices.couple {
+                    (cos[j], sin[j]) = (&c.cos, &c.sin);
+                }
+            }
+            [Banded::new(&cos, n_nodes), Banded::new(&sin, n_nodes)]
+        });
         BlockModel {
+            couple,
             n_legs,
             n_nodes,
             bending: Banded::new(&r.map(|x| &x.matrices.bending), n_nodes),
