@@ -9,6 +9,7 @@ use crate::batch::run_batch;
 use crate::cpu_engine::run_batch_on;
 use crate::gpu::{self, GpuContext, GpuEngine, GpuOptions, Precision, PrecisionChoice};
 use crate::integrate::lanes::Isa;
+use crate::params::Params;
 use crate::simulate::{Backend, RunConfig};
 
 /// What to measure.
@@ -30,6 +31,9 @@ pub struct BenchPlan {
     pub isas: Vec<Isa>,
     /// Largest batch on a software GPU adapter (lavapipe is a correctness backend).
     pub software_gpu_max_batch: usize,
+    /// The workload's robot (the paper's by default; `bench --set` changes it, e.g. to
+    /// measure what a model term costs against the paper's robot).
+    pub robot: Params,
 }
 
 /// One measurement.
@@ -87,14 +91,16 @@ fn simd_label(isa: Isa) -> String {
     format!("{} ({} lanes)", isa.label(), isa.lanes())
 }
 
-/// The benchmark's robots: the paper's, with couplings that differ per instance (so
-/// no two lanes compute the same numbers), `t_final` simulated seconds each.
-pub fn workload(n: usize, t_final: f64) -> Vec<RunConfig> {
+/// The benchmark's robots: `robot` (validated), with couplings that differ per instance
+/// (α·(0.8 + (i mod 64)/100), so no two lanes compute the same numbers), `t_final`
+/// simulated seconds each.
+pub fn workload(robot: &Params, n: usize, t_final: f64) -> Vec<RunConfig> {
     (0..n)
         .map(|i| {
             let mut c = RunConfig::default();
+            c.params = robot.clone();
             c.params.t_final = t_final;
-            c.params.alpha = 400.0 + (i % 64) as f64 * 5.0;
+            c.params.alpha = robot.alpha * (0.8 + (i % 64) as f64 / 100.0);
             c
         })
         .collect()
@@ -122,7 +128,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
     };
     if plan.reference {
         let tr = plan.reference_t_final;
-        let cfgs = workload(1, tr);
+        let cfgs = workload(&plan.robot, 1, tr);
         let wall = timed(|| {
             run_batch(&cfgs, Backend::Reference);
         });
@@ -144,9 +150,9 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                         continue;
                     }
                 };
-                pool.install(|| run_batch_on(isa, &workload(2, 0.01))); // warm-up
+                pool.install(|| run_batch_on(isa, &workload(&plan.robot, 2, 0.01))); // warm-up
                 for &n in &plan.batches {
-                    let cfgs = workload(n, t);
+                    let cfgs = workload(&plan.robot, n, t);
                     let wall = pool.install(|| {
                         timed(|| {
                             run_batch_on(isa, &cfgs);
@@ -193,7 +199,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                     }
                 };
                 let engine = GpuEngine::new(&ctx);
-                if let Err(e) = engine.run(&workload(1, 0.01)) {
+                if let Err(e) = engine.run(&workload(&plan.robot, 1, 0.01)) {
                     skipped.push(Skipped {
                         what,
                         why: e.to_string(),
@@ -212,7 +218,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                         });
                         continue;
                     }
-                    let cfgs = workload(n, t);
+                    let cfgs = workload(&plan.robot, n, t);
                     let mut failure = None;
                     let wall = timed(|| {
                         if let Err(e) = engine.run(&cfgs) {

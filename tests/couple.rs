@@ -184,10 +184,12 @@ fn couple_points() -> Vec<(&'static str, RunConfig)> {
     .collect()
 }
 
-/// The couple's work agrees with the reference to 2 %: |Q_A·q̇| counts every velocity
+/// The couple's work agrees with the reference to 5 %: |Q_A·q̇| counts every velocity
 /// component at full weight, and the fixed step's velocity carries its top bending mode
-/// differently from the resolved one (measured: 0.03–1.2 % on these points).
-const WORK_AXO_REL: f64 = 2e-2;
+/// differently from the resolved one. Measured on these points: 0.03 % (servo + couple),
+/// 1.2 % (travelling wave), 3.2 % (couple alone, legs tapping the ground); it shrinks with
+/// the step (docs/model.md, "The internal couple").
+const WORK_AXO_REL: f64 = 5e-2;
 
 #[test]
 fn batch_engines_match_the_reference_with_the_couple() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use metachron::bench::{self, BenchPlan, BenchRow, Machine};
@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// Parquet file with one row per measurement (machine in the file metadata).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Change the workload's robot (the paper's by default), e.g. `--set axo_f=150` to
+    /// measure what the internal couple costs; repeatable
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 fn plan(a: &BenchArgs) -> Result<BenchPlan> {
@@ -88,7 +92,15 @@ fn plan(a: &BenchArgs) -> Result<BenchPlan> {
             })
             .collect::<Result<_>>()?
     };
+    let mut robot = metachron::params::Params::default();
+    for o in &a.set {
+        robot
+            .apply_override(o)
+            .with_context(|| format!("--set {o}"))?;
+    }
+    robot.validate().context("--set")?;
     Ok(BenchPlan {
+        robot,
         reference: a.engines.contains(&Engine::Reference),
         cpu: a.engines.contains(&Engine::Cpu),
         gpu: a.engines.contains(&Engine::Gpu),
