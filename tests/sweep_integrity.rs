@@ -120,7 +120,8 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
     // The runner's reader never mixes either in (map panicked on such a file).
     let ds = dataset::read_dataset(&out);
     assert!(
-        ds.as_ref().is_err_and(|e| e.to_string().contains("part-000000020")),
+        ds.as_ref()
+            .is_err_and(|e| e.to_string().contains("part-000000020")),
         "{ds:?}"
     );
     let (code, text) = check(&out);
@@ -135,7 +136,11 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
     let (done, ran, q) = run_sweep(&out, 5, true, None);
     assert_eq!((done, ran), (20, 20));
     assert!(matches!(q.as_slice(), [Defect::NoChecksum(_)]), "{q:?}");
-    assert_eq!(std::fs::read(&foreign).unwrap(), kept, "the foreign file moved");
+    assert_eq!(
+        std::fs::read(&foreign).unwrap(),
+        kept,
+        "the foreign file moved"
+    );
     assert!(out
         .join("quarantine/shard=0__part-000000020.parquet.quarantined")
         .exists());

@@ -42,7 +42,9 @@ fn other_sweep() -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trust").join(name);
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("trust")
+        .join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -154,7 +156,11 @@ fn links_are_never_followed_and_nothing_outside_the_dataset_moves() {
             .chain(b.keys().filter(|p| !a.contains_key(*p)).cloned())
             .collect::<Vec<_>>()
     };
-    assert_eq!(differ(&before, &after), Vec::<PathBuf>::new(), "changed, moved or added");
+    assert_eq!(
+        differ(&before, &after),
+        Vec::<PathBuf>::new(),
+        "changed, moved or added"
+    );
     assert!(!ds.join("quarantine").exists());
     assert_eq!(
         differ(&outside(&before, &ds), &outside(&after, &ds)),
@@ -261,7 +267,10 @@ fn parts_are_judged_against_the_manifest_not_the_first_file() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(1), "{t}");
     assert!(t.contains("3 good parts, 12 rows"), "{t}");
-    assert!(t.contains("part-000000000.parquet: its bytes do not match"), "{t}");
+    assert!(
+        t.contains("part-000000000.parquet: its bytes do not match"),
+        "{t}"
+    );
     // `--sweep FILE` still states the sweep; a file of another sweep is named.
     let file = write_sweep(&dir, "o.toml", &other_sweep());
     let o = bin(&["check", s(&ds), "--sweep", s(&file)]);
@@ -275,7 +284,15 @@ fn writers_of_another_layout_backend_or_sweep_are_refused_with_the_difference() 
     let dir = scratch("layout");
     let ds = dir.join("ds");
     let file = write_sweep(&dir, "trust.toml", SWEEP);
-    let o = bin(&["sweep", s(&file), "--out", s(&ds), "--quiet", "--batch", "4"]);
+    let o = bin(&[
+        "sweep",
+        s(&file),
+        "--out",
+        s(&ds),
+        "--quiet",
+        "--batch",
+        "4",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let before = snapshot(&ds);
     let cases: [(&[&str], &str); 3] = [
@@ -295,9 +312,24 @@ fn writers_of_another_layout_backend_or_sweep_are_refused_with_the_difference() 
 
     // A shard of a sharded dataset and an unsharded writer never meet in it either.
     let sharded = dir.join("sharded");
-    let o = bin(&["sweep", s(&file), "--out", s(&sharded), "--shard", "0/2", "--quiet"]);
+    let o = bin(&[
+        "sweep",
+        s(&file),
+        "--out",
+        s(&sharded),
+        "--shard",
+        "0/2",
+        "--quiet",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = bin(&["sweep", s(&file), "--out", s(&sharded), "--resume", "--quiet"]);
+    let o = bin(&[
+        "sweep",
+        s(&file),
+        "--out",
+        s(&sharded),
+        "--resume",
+        "--quiet",
+    ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
     assert!(t.contains("2 shards") && t.contains("unsharded"), "{t}");
@@ -344,7 +376,11 @@ fn hidden_and_appledouble_files_are_reported_and_left_alone() {
     let ds = dir.join("ds");
     run_lib(SWEEP, &ds, 4);
     let part = dataset::part_files(&ds).unwrap()[0].clone();
-    std::fs::write(ds.join("shard=0/._part-000000000.parquet"), b"\0\x05\x16\x07").unwrap();
+    std::fs::write(
+        ds.join("shard=0/._part-000000000.parquet"),
+        b"\0\x05\x16\x07",
+    )
+    .unwrap();
     std::fs::copy(&part, ds.join(".x.parquet")).unwrap();
     let before = snapshot(&ds);
     let o = bin(&["check", s(&ds)]);
@@ -541,7 +577,10 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     assert!(text(&o).contains("INCOMPLETE"), "{}", text(&o));
     let m = metachron::output::parquet::read_parquet_metadata(&sum).unwrap();
     let note = &m[metachron::sweep::schema::META_INCOMPLETE];
-    assert!(note.contains("8 of 16") && note.contains("missing"), "{note}");
+    assert!(
+        note.contains("8 of 16") && note.contains("missing"),
+        "{note}"
+    );
     // Two sweeps in one directory (a part of the other copied in): refused, not
     // summarised as one.
     let ds = dir.join("mixed");
@@ -750,7 +789,15 @@ fn validate_says_when_nothing_could_be_compared() {
     let failing = SWEEP.replacen("[[axes]]", "[solver]\nmax_steps = 1\n[[axes]]", 1);
     let file = write_sweep(&dir, "v.toml", &failing);
     let out = dir.join("ds");
-    let o = bin(&["sweep", s(&file), "--out", s(&out), "--quiet", "--validate", "2"]);
+    let o = bin(&[
+        "sweep",
+        s(&file),
+        "--out",
+        s(&out),
+        "--quiet",
+        "--validate",
+        "2",
+    ]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(
@@ -772,7 +819,10 @@ fn readers_failing_on(files: &[PathBuf]) -> Option<Vec<String>> {
         .ok()
         .filter(|o| o.status.success());
     let Some(o) = o else {
-        assert!(!required, "python3 with pyarrow, duckdb and polars is required");
+        assert!(
+            !required,
+            "python3 with pyarrow, duckdb and polars is required"
+        );
         return None;
     };
     let err = String::from_utf8_lossy(&o.stderr);
@@ -859,9 +909,18 @@ fn no_byte_flip_that_breaks_a_reader_passes_check() {
             by("polars"),
             passing.len()
         );
-        assert!(!breaking.is_empty(), "no flip broke a reader: the probe is blind");
-        assert!(passing.is_empty(), "flips at {passing:?} break a reader and pass check");
+        assert!(
+            !breaking.is_empty(),
+            "no flip broke a reader: the probe is blind"
+        );
+        assert!(
+            passing.is_empty(),
+            "flips at {passing:?} break a reader and pass check"
+        );
     }
     // Whatever the readers do, a part whose bytes changed is never trusted.
-    assert!(passed_check.is_empty(), "flips at {passed_check:?} pass check");
+    assert!(
+        passed_check.is_empty(),
+        "flips at {passed_check:?} pass check"
+    );
 }

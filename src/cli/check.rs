@@ -108,7 +108,11 @@ fn print_report(h: &Health) {
         println!("  QUARANTINED {p}: {why}");
     }
     for (p, what, disturbs) in &h.strays {
-        let tag = if *disturbs { "NOT THE DATASET'S" } else { "note" };
+        let tag = if *disturbs {
+            "NOT THE DATASET'S"
+        } else {
+            "note"
+        };
         println!("  {tag} {p}: {what}");
     }
     for w in &h.writers {

@@ -567,7 +567,8 @@ pub fn read_parquet_metadata(path: &Path) -> Result<HashMap<String, String>, Out
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     std::panic::catch_unwind(|| {
         let file = File::open(path).map_err(|e| io_err(path, e))?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(path, e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(path, e))?;
         Ok(key_values(builder.metadata().file_metadata()))
     })
     .unwrap_or_else(|_| {

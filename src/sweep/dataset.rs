@@ -402,7 +402,8 @@ pub fn tree(dir: &Path) -> Result<Tree, OutputError> {
         return Ok(t);
     }
     for (path, name, ft) in entries(dir)? {
-        let own_file = [k::MANIFEST_FILE, k::MANIFEST_LOCK, k::VERIFY_CACHE].contains(&name.as_str())
+        let own_file = [k::MANIFEST_FILE, k::MANIFEST_LOCK, k::VERIFY_CACHE]
+            .contains(&name.as_str())
             || name.starts_with(k::VALIDATION_PREFIX) && name.ends_with(".csv")
             || is_manifest_temporary(&name);
         if ft.is_file() && own_file {

@@ -95,8 +95,7 @@ impl Manifest {
             Ok(m) if !m.file_type().is_file() => {
                 return Err(ManifestError::Unreadable {
                     path: path.display().to_string(),
-                    message: "not a regular file (a link or a directory is never followed)"
-                        .into(),
+                    message: "not a regular file (a link or a directory is never followed)".into(),
                 })
             }
             Ok(_) => std::fs::read_to_string(&path).map_err(io(&path))?,

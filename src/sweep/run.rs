@@ -9,10 +9,10 @@ use crate::batch::run_batch;
 use crate::metrics::METRIC_COLUMNS;
 use crate::simulate::{Backend, RunConfig};
 use crate::sweep::dataset::{self, Column, Stray};
-use crate::sweep::manifest::{self, Manifest};
-use crate::sweep::schema::{self, FORMAT_VERSION};
 use crate::sweep::lock::{lock_shard, ShardLock};
+use crate::sweep::manifest::{self, Manifest};
 use crate::sweep::rng::SplitMix64;
+use crate::sweep::schema::{self, FORMAT_VERSION};
 use crate::sweep::verify::{self, Defect, Expected};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
@@ -473,9 +473,11 @@ pub fn validate(
         }
         lines.push(line.join(","));
     }
-    let path = opts
-        .out
-        .join(format!("{}{}.csv", schema::VALIDATION_PREFIX, opts.shard.index));
+    let path = opts.out.join(format!(
+        "{}{}.csv",
+        schema::VALIDATION_PREFIX,
+        opts.shard.index
+    ));
     write_text_atomic(&path, &(lines.join("\n") + "\n"))?;
     Ok(Validation {
         path,
