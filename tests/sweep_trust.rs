@@ -3,7 +3,7 @@
 //! folder is refused as `--out`, writers of another sweep, shard layout, backend or
 //! format version are refused however close in time they start, every byte of a part
 //! is checked, readers refuse what `check` would not pass, and `check` knows refined
-//! and adaptive sweeps.
+//! and adaptive sweeps. Values in the environment that cannot mean anything are errors.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -923,4 +923,27 @@ fn no_byte_flip_that_breaks_a_reader_passes_check() {
         passed_check.is_empty(),
         "flips at {passed_check:?} pass check"
     );
+}
+
+#[test]
+fn garbage_in_the_environment_is_an_error_naming_the_variable() {
+    let dir = scratch("env");
+    let file = write_sweep(&dir, "trust.toml", SWEEP);
+    let out = dir.join("ds");
+    for (var, value) in [
+        ("METACHRON_SIMD", "avx9000"),
+        ("RAYON_NUM_THREADS", "lots"),
+        ("SLURM_ARRAY_TASK_ID", "3"),
+    ] {
+        let o = Command::new(BIN)
+            .args(["sweep", s(&file), "--out", s(&out), "--quiet"])
+            .env_remove("SLURM_ARRAY_TASK_COUNT")
+            .env(var, value)
+            .output()
+            .unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{var}: {t}");
+        assert!(t.contains(var) && t.contains(value), "{var}: {t}");
+        assert!(!out.join("shard=0").exists(), "{var}: it ran");
+    }
 }
