@@ -296,7 +296,7 @@ fn a_second_writer_fails_at_once_naming_the_holder_and_touches_nothing() {
 }
 
 /// Parts of another shard in the wrong directory are not trusted either; a writer of
-/// another sweep file is refused outright (the dataset is never quarantined
+/// a different sweep file is refused outright (the dataset is never quarantined
 /// wholesale).
 #[test]
 fn other_sweeps_and_misplaced_parts_are_not_trusted() {
@@ -314,7 +314,7 @@ fn other_sweeps_and_misplaced_parts_are_not_trusted() {
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("another sweep file"), "{e}");
+    assert!(e.contains("different sweep file"), "{e}");
     assert!(!out.join("quarantine").exists());
 
     // A good part copied into another shard's directory.

@@ -115,7 +115,7 @@ fn stopped_then_resumed_equals_uninterrupted() {
         SweepSpec::from_str_named(&SMALL.replace("seed = 5", "seed = 6"), "o.toml", "o").unwrap();
     let plan = Plan::new(&other).unwrap();
     let e = run::work(&other, &plan, &o).err().expect("refused");
-    assert!(e.to_string().contains("another sweep file"), "{e}");
+    assert!(e.to_string().contains("different sweep"), "{e}");
 }
 
 #[test]

@@ -276,7 +276,7 @@ fn parts_are_judged_against_the_manifest_not_the_first_file() {
     let o = bin(&["check", s(&ds), "--sweep", s(&file)]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
-    assert!(t.contains("another sweep file"), "{t}");
+    assert!(t.contains("different sweep file"), "{t}");
 }
 
 #[test]
@@ -306,7 +306,10 @@ fn writers_of_another_layout_backend_or_sweep_are_refused_with_the_difference() 
         let o = bin(&args);
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {t}");
-        assert!(t.contains(&format!("another {field}")), "{extra:?}: {t}");
+        assert!(
+            t.contains(&format!("a different {field}")),
+            "{extra:?}: {t}"
+        );
     }
     assert_eq!(snapshot(&ds), before);
 
@@ -363,7 +366,7 @@ fn two_sweeps_started_at_the_same_instant_never_share_a_directory() {
         let ok = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(ok, 1, "round {round}: {results:?}");
         let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
-        assert!(refused.contains("another sweep file"), "{refused}");
+        assert!(refused.contains("different sweep file"), "{refused}");
         let a = audit(&ds, None, false).unwrap();
         assert!(a.health.complete && a.health.clean, "{:?}", a.health);
         assert_eq!(a.health.rows, 16);

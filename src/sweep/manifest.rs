@@ -52,7 +52,7 @@ pub enum ManifestError {
         advice: &'static str,
     },
     #[error(
-        "{dir} is a dataset of another {field}: its manifest says {found}, this run has \
+        "{dir} is a dataset of a different {field}: its manifest says {found}, this run has \
          {expected}; {advice}"
     )]
     Mismatch {
