@@ -53,6 +53,45 @@ pub fn run_point_streaming(
     }
 }
 
+/// What runs points on `backend`: the GPU's name, type, driver and precision (or why
+/// there is none), or the CPU thread count.
+pub fn adapter_label(backend: Backend) -> String {
+    if backend == Backend::Gpu {
+        match crate::gpu::shared_context() {
+            Ok(ctx) => format!(
+                "gpu: {} ({}, {}, {})",
+                ctx.adapter.name,
+                ctx.adapter.device_type,
+                ctx.adapter.driver,
+                ctx.precision.label()
+            ),
+            Err(e) => format!("gpu unavailable ({e}): cpu fallback"),
+        }
+    } else {
+        format!("cpu: rayon, {} threads", rayon::current_num_threads())
+    }
+}
+
+/// Most instances of the shapes `(n_legs, n_nodes)` one GPU call runs (capped at
+/// 16384, or 256 on a software adapter, so that progress and resume keep a useful
+/// granularity); `None` without a GPU.
+pub fn gpu_batch_limit(shapes: impl Iterator<Item = (usize, usize)>) -> Option<usize> {
+    let (Ok(engine), Ok(ctx)) = (crate::gpu::shared_engine(), crate::gpu::shared_context()) else {
+        return None;
+    };
+    let cap = if ctx.adapter.device_type == "Cpu" {
+        256
+    } else {
+        16384
+    };
+    Some(
+        shapes
+            .map(|(legs, nodes)| engine.max_batch(legs, nodes))
+            .fold(cap, usize::min)
+            .max(1),
+    )
+}
+
 /// Set once the GPU has failed on a single point: the rest of the process runs on the
 /// cpu engine (each row's `backend` says so).
 static GPU_ABANDONED: AtomicBool = AtomicBool::new(false);

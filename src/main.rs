@@ -43,8 +43,30 @@ enum Command {
     Man,
 }
 
+/// Environment variables that choose how points run: a value they cannot mean is an
+/// error naming the variable and what it allows (the engines would ignore it silently).
+fn check_environment() -> anyhow::Result<()> {
+    if let Ok(v) = std::env::var("METACHRON_SIMD") {
+        anyhow::ensure!(
+            ["avx512", "avx2", "portable"].contains(&v.as_str()),
+            "METACHRON_SIMD = `{v}`: allowed are avx512, avx2, portable (or unset: the widest this CPU has)"
+        );
+    }
+    if let Ok(v) = std::env::var("RAYON_NUM_THREADS") {
+        anyhow::ensure!(
+            v.trim().parse::<usize>().is_ok(),
+            "RAYON_NUM_THREADS = `{v}`: allowed is an integer >= 1 (0 or unset: one thread per CPU)"
+        );
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = check_environment() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Devices => cli::gpu::devices(),

@@ -1,6 +1,8 @@
-//! `metachron check DIR`: a dataset's health. Every file is decoded and checked as
-//! `--resume` checks it; the report says whether every point of the sweep is there
-//! once, which ids are missing, which files are bad or quarantined, and which version,
+//! `metachron check DIR`: a dataset's health. Every part is judged against the
+//! dataset's manifest and sweep as `--resume` judges it (every byte read: its
+//! checksum, then its contents); the report says whether every planned point is there
+//! once (for a refined or adaptive sweep: the plan its rows lead to), which ids are
+//! missing, which files are bad, quarantined or not the dataset's, and which version,
 //! backend and adapter wrote what. Exit 0 only when complete and clean.
 
 use std::path::PathBuf;
@@ -9,44 +11,19 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use metachron::output::parquet::read_parquet;
-use metachron::sweep::dataset::{part_files, META_SWEEP};
-use metachron::sweep::run::expected;
-use metachron::sweep::verify::{health, scan, Health};
+use metachron::sweep::audit::{audit, Health};
 use metachron::sweep::SweepSpec;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Dataset directory written by `metachron sweep --out DIR`.
     dir: PathBuf,
-    /// The sweep file (default: the sweep recorded in the dataset's parts).
+    /// The sweep file to check against (default: the sweep in the dataset's manifest).
     #[arg(long, value_name = "FILE")]
     sweep: Option<PathBuf>,
     /// Print the report as JSON (for scripts).
     #[arg(long)]
     json: bool,
-}
-
-/// The sweep the dataset belongs to: the one given, or the first recorded in a part.
-fn sweep_of(a: &CheckArgs) -> Result<SweepSpec> {
-    if let Some(f) = &a.sweep {
-        return Ok(SweepSpec::from_file(f)?);
-    }
-    for path in part_files(&a.dir)? {
-        let Ok((_, meta)) = read_parquet(&path) else {
-            continue;
-        };
-        if let Some(text) = meta.get(META_SWEEP) {
-            let name = format!("{} (recorded in {})", "sweep", path.display());
-            if let Ok(spec) = SweepSpec::from_str_named(text, &name, "sweep") {
-                return Ok(spec);
-            }
-        }
-    }
-    bail!(
-        "{}: no part written by `metachron sweep` found (pass --sweep FILE to check against a sweep file)",
-        a.dir.display()
-    )
 }
 
 pub fn run(a: CheckArgs) -> Result<ExitCode> {
@@ -56,14 +33,14 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let spec = sweep_of(&a)?;
-    let exp = expected(&spec)?;
-    let found = scan(&a.dir, &exp).with_context(|| format!("checking {}", a.dir.display()))?;
-    let h = health(&a.dir, &spec.name, &exp, &found);
+    let sweep = a.sweep.as_deref().map(SweepSpec::from_file).transpose()?;
+    let found =
+        audit(&a.dir, sweep, false).with_context(|| format!("checking {}", a.dir.display()))?;
+    let h = &found.health;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&h)?);
+        println!("{}", serde_json::to_string_pretty(h)?);
     } else {
-        print_report(&h);
+        print_report(h);
     }
     Ok(if h.complete && h.clean {
         ExitCode::SUCCESS
@@ -74,8 +51,15 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
 
 fn print_report(h: &Health) {
     println!(
-        "dataset {}: sweep `{}` (hash {}), {} points; shards {}",
+        "dataset {} (format {}, {}, --backend {}): sweep `{}` (hash {}), {} points; shards {}",
         h.dir,
+        h.format_version,
+        if h.layout_shards == 1 {
+            "unsharded".to_string()
+        } else {
+            format!("{} shards", h.layout_shards)
+        },
+        h.backend,
         h.sweep_name,
         h.sweep_hash,
         h.points,
@@ -87,8 +71,8 @@ fn print_report(h: &Health) {
     );
     println!("  {} good parts, {} rows", h.good_parts, h.rows);
     if h.complete {
-        println!("  complete: every point id 0..{} is present once", h.points);
-    } else {
+        println!("  complete: every planned point id is present once");
+    } else if h.missing_count > 0 {
         let shown: Vec<String> = h
             .missing
             .iter()
@@ -108,11 +92,28 @@ fn print_report(h: &Health) {
             if h.missing.len() > 20 { ", ..." } else { "" }
         );
     }
+    if let Some(u) = &h.unfinished {
+        println!("  NOT FINISHED: {u}");
+    }
+    if h.unplanned_rows > 0 {
+        println!(
+            "  {} rows hold point ids the plan does not hold",
+            h.unplanned_rows
+        );
+    }
     for (p, why) in &h.bad_files {
         println!("  BAD FILE {p}: {why}");
     }
     for (p, why) in &h.quarantined {
         println!("  QUARANTINED {p}: {why}");
+    }
+    for (p, what, disturbs) in &h.strays {
+        let tag = if *disturbs {
+            "NOT THE DATASET'S"
+        } else {
+            "note"
+        };
+        println!("  {tag} {p}: {what}");
     }
     for w in &h.writers {
         println!(
@@ -124,7 +125,7 @@ fn print_report(h: &Health) {
         "  {}",
         match (h.complete, h.clean) {
             (true, true) => "OK: complete and clean",
-            (true, false) => "complete, but not clean (bad or quarantined files above; `--resume` moves bad files to quarantine/, remove quarantine/ once inspected)",
+            (true, false) => "complete, but not clean (files above: `--resume` moves bad parts to quarantine/, remove quarantine/ once inspected; files that are not the dataset's are never moved: remove them yourself)",
             (false, _) => "not complete: run the sweep again with --resume",
         }
     );

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
-use metachron::sweep::dataset::read_dataset;
+use metachron::sweep::audit::read_verified;
 
 #[derive(Args, Debug)]
 pub struct MapArgs {
@@ -32,6 +32,10 @@ pub struct MapArgs {
     /// Output PNG file.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Draw an incomplete, unfinished or unclean dataset's good parts instead of
+    /// refusing it.
+    #[arg(long)]
+    allow_incomplete: bool,
 }
 
 pub fn run(a: MapArgs) -> Result<ExitCode> {
@@ -41,7 +45,11 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let ds = read_dataset(&a.dir)?;
+    let verified = read_verified(&a.dir, a.allow_incomplete)?;
+    if let Some(why) = &verified.incomplete {
+        eprintln!("warning: drawing an incomplete dataset (--allow-incomplete): {why}");
+    }
+    let ds = verified.dataset;
     if ds.files == 0 {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }

@@ -8,7 +8,8 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use metachron::output::parquet::write_atomic;
-use metachron::sweep::dataset::read_dataset;
+use metachron::sweep::audit::read_verified;
+use metachron::sweep::schema::{META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL, META_SUMMARY_OF};
 use metachron::sweep::summary::{summarize, Z95};
 
 #[derive(Args, Debug)]
@@ -18,6 +19,10 @@ pub struct SummarizeArgs {
     /// Output Parquet file.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
+    /// Summarise an incomplete, unfinished or unclean dataset's good parts (the
+    /// summary's metadata says so) instead of refusing it.
+    #[arg(long)]
+    allow_incomplete: bool,
 }
 
 pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
@@ -27,31 +32,41 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let ds = read_dataset(&a.dir)?;
+    let v = read_verified(&a.dir, a.allow_incomplete)?;
+    let ds = &v.dataset;
     if ds.rows() == 0 {
-        bail!("{}: no rows (no *.parquet part files)", a.dir.display());
+        bail!("{}: no rows (no good part files)", a.dir.display());
     }
-    let (batch, combos) = summarize(&ds, &a.dir)?;
+    let (batch, combos) = summarize(ds, &a.dir)?;
     let mut meta: Vec<(String, String)> = ds
         .metadata
         .iter()
-        .filter(|(k, _)| k.starts_with("metachron.") && !k.contains("wall"))
+        .filter(|(k, _)| k.starts_with("metachron.") && k.as_str() != META_CHUNK_WALL)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     meta.sort();
-    meta.push(("metachron.summary_of".into(), a.dir.display().to_string()));
+    meta.push((META_SUMMARY_OF.into(), a.dir.display().to_string()));
     meta.push((
-        "metachron.interval".into(),
+        META_INTERVAL.into(),
         format!("Wilson score, 95 % (z = {Z95})"),
     ));
+    if let Some(why) = &v.incomplete {
+        meta.push((META_INCOMPLETE.into(), why.clone()));
+        eprintln!("warning: summarising an incomplete dataset (--allow-incomplete): {why}");
+    }
     if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
     write_atomic(&a.out, &batch, &meta)?;
     println!(
-        "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %)",
+        "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %){}",
         ds.rows(),
-        a.out.display()
+        a.out.display(),
+        if v.incomplete.is_some() {
+            "; INCOMPLETE dataset"
+        } else {
+            ""
+        }
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -190,6 +190,19 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             );
         }
     }
+    for (path, why) in &work.left_for_others {
+        eprintln!(
+            "warning: {} failed the check ({why}); left for its own shard's writer",
+            path.display()
+        );
+    }
+    for s in &work.strays {
+        eprintln!(
+            "warning: {} is not the dataset's: {}; never moved",
+            s.path.display(),
+            s.kind.describe()
+        );
+    }
     let chunks = work.pending.len().div_ceil(batch);
     let threads = rayon::current_num_threads().max(1);
 
@@ -292,7 +305,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
     );
     println!(
-        "dataset -> {} (read with DuckDB: SELECT * FROM '{}/**/*.parquet')",
+        "dataset -> {} (read with DuckDB: SELECT * FROM '{}/shard=*/*.parquet')",
         out.display(),
         out.display()
     );
@@ -313,7 +326,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
                         |(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"]
                             .contains(&m.as_str())
                     )
-                    .map(|(m, d)| format!("{m} {d:.2e}"))
+                    .map(|(m, d)| if d.is_nan() {
+                        format!("{m} none comparable")
+                    } else {
+                        format!("{m} {d:.2e}")
+                    })
                     .collect::<Vec<_>>()
                     .join(", "),
                 v.path.display()

@@ -111,21 +111,73 @@ fn pq_err(path: &Path, source: parquet::errors::ParquetError) -> OutputError {
 /// onto the target when complete and removed when dropped unfinished. Creating it
 /// proves the target writable before any work is done; every error names the
 /// target, never the temporary.
+///
+/// Only a regular file or a new path is replaced that way. A character device or a
+/// FIFO that already exists at the target (`/dev/null`, `/dev/stdout`, a named pipe)
+/// is written through in place: it is opened and written, never replaced. A
+/// directory, a block device or a socket at the target is refused, naming the path.
 pub struct PendingFile {
     target: PathBuf,
+    /// The temporary; empty when written through or once committed.
     tmp: PathBuf,
     file: Option<File>,
 }
 
+/// How an output path is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    /// A new path or a regular file: temporary, then rename.
+    Replace,
+    /// An existing character device or FIFO: opened and written in place.
+    WriteThrough,
+}
+
+/// How `target` is written, or why it cannot be (a directory, a block device, a socket).
+pub fn output_kind(target: &Path) -> Result<OutputKind, OutputError> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::metadata(target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(OutputKind::Replace),
+        Err(e) => return Err(io_err(target, e)),
+        Ok(m) => m,
+    };
+    let ft = meta.file_type();
+    let refuse = |what: &str| {
+        Err(io_err(
+            target,
+            std::io::Error::other(format!(
+                "is {what}: outputs replace only regular files (and write through character                  devices and FIFOs); give a file name"
+            )),
+        ))
+    };
+    if ft.is_file() {
+        Ok(OutputKind::Replace)
+    } else if ft.is_char_device() || ft.is_fifo() {
+        Ok(OutputKind::WriteThrough)
+    } else if ft.is_dir() {
+        refuse("a directory")
+    } else if ft.is_block_device() {
+        refuse("a block device")
+    } else if ft.is_socket() {
+        refuse("a socket")
+    } else {
+        refuse("not a regular file")
+    }
+}
+
 impl PendingFile {
-    /// Check `target` (not a directory, parent exists, writable) by creating its
+    /// Check `target` (see [`output_kind`]; parent exists, writable) by creating its
     /// temporary. Temporaries of the same target left by dead processes are removed.
     pub fn create(target: &Path) -> Result<PendingFile, OutputError> {
-        if target.is_dir() {
-            return Err(io_err(
-                target,
-                std::io::Error::other("is a directory; give a file name"),
-            ));
+        if output_kind(target)? == OutputKind::WriteThrough {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(target)
+                .map_err(|e| io_err(target, e))?;
+            return Ok(PendingFile {
+                target: target.to_path_buf(),
+                tmp: PathBuf::new(),
+                file: Some(file),
+            });
         }
         let parent = target
             .parent()
@@ -165,10 +217,16 @@ impl PendingFile {
         }
     }
 
-    /// Flush to disk and rename onto the target.
+    /// Flush to disk and rename onto the target (written through: flush only).
     pub fn commit(mut self) -> Result<(), OutputError> {
+        let through = self.tmp.as_os_str().is_empty();
         if let Some(f) = self.file.take() {
-            f.sync_all().map_err(|e| io_err(&self.target, e))?;
+            if !through {
+                f.sync_all().map_err(|e| io_err(&self.target, e))?;
+            }
+        }
+        if through {
+            return Ok(());
         }
         std::fs::rename(&self.tmp, &self.target).map_err(|e| io_err(&self.target, e))?;
         self.tmp = PathBuf::new();
@@ -182,6 +240,29 @@ impl Drop for PendingFile {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// Write `bytes` to `path` as a [`PendingFile`] does (atomically over a regular file
+/// or a new path).
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    use std::io::Write;
+    let mut pending = PendingFile::create(path)?;
+    let mut f = pending.take_file()?;
+    f.write_all(bytes).map_err(|e| io_err(path, e))?;
+    drop(f);
+    pending.commit()
+}
+
+/// One batch encoded as a whole Parquet file in memory (`path` names it in errors).
+pub fn encode(
+    path: &Path,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> Result<Vec<u8>, OutputError> {
+    let mut w = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(writer_props(metadata)))
+        .map_err(|e| pq_err(path, e))?;
+    w.write(batch).map_err(|e| pq_err(path, e))?;
+    w.into_inner().map_err(|e| pq_err(path, e))
 }
 
 /// Write one batch to `path` atomically (temporary file + rename), with file metadata.
@@ -484,6 +565,34 @@ pub fn read_parquet(
     })
 }
 
+/// The file metadata (key-value pairs of the footer) of a Parquet file, without
+/// decoding its rows. An unreadable footer is an error naming the file.
+pub fn read_parquet_metadata(path: &Path) -> Result<HashMap<String, String>, OutputError> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    std::panic::catch_unwind(|| {
+        let file = File::open(path).map_err(|e| io_err(path, e))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(path, e))?;
+        Ok(key_values(builder.metadata().file_metadata()))
+    })
+    .unwrap_or_else(|_| {
+        Err(OutputError::Invalid {
+            path: path.display().to_string(),
+            message: "the Parquet decoder failed on it (corrupted?)".into(),
+        })
+    })
+}
+
+fn key_values(m: &parquet::file::metadata::FileMetaData) -> HashMap<String, String> {
+    m.key_value_metadata()
+        .map(|v| {
+            v.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn read_parquet_inner(
     path: &Path,
 ) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
@@ -497,16 +606,7 @@ fn read_parquet_inner(
         source,
     })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
-    let kv = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|v| {
-            v.iter()
-                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let kv = key_values(builder.metadata().file_metadata());
     let reader = builder.build().map_err(pq)?;
     // Decoding errors name the file (they were bare `Parquet error: ...` before).
     let batches = reader

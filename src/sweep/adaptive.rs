@@ -94,24 +94,31 @@ pub enum AdaptiveOutcome {
     Stopped,
 }
 
-/// The points still to run: for every combination, the repeats below its current
-/// target that are not written yet (`classes`: class label per written point id).
-fn pending<'a>(
-    a: &AdaptiveRepeats,
-    plan: &'a Plan,
-    classes: &HashMap<u64, String>,
-) -> (Vec<&'a PlannedPoint>, usize) {
+/// Where an adaptive sweep stands, from the classes of its written points.
+#[derive(Debug, Clone, Default)]
+pub struct AdaptiveState {
+    /// Point ids still to run: for every combination, the repeats below its current
+    /// target that are not written yet.
+    pub todo: Vec<u64>,
+    /// Every point id of the targets reached so far (written or to run).
+    pub planned: Vec<u64>,
+    /// Combinations still adding runs.
+    pub open: usize,
+}
+
+/// Where an adaptive sweep of `combos` combinations stands (`classes`: class label
+/// per written point id); the runner and `metachron check` decide alike.
+pub fn state(a: &AdaptiveRepeats, combos: u64, classes: &HashMap<u64, String>) -> AdaptiveState {
     let max = a.max as u64;
-    let combos = plan.points.len() as u64 / max;
-    let mut out = Vec::new();
-    let mut open = 0;
+    let mut s = AdaptiveState::default();
     for c in 0..combos {
         for &target in &a.targets() {
             let ids = c * max..c * max + target as u64;
             let todo: Vec<u64> = ids.clone().filter(|id| !classes.contains_key(id)).collect();
+            s.planned.extend(ids.clone());
             if !todo.is_empty() {
-                open += 1;
-                out.extend(todo.iter().map(|&id| &plan.points[id as usize]));
+                s.open += 1;
+                s.todo.extend(todo);
                 break;
             }
             let width = widest_interval(ids.map(|id| classes[&id].as_str()));
@@ -120,7 +127,21 @@ fn pending<'a>(
             }
         }
     }
-    (out, open)
+    s.planned.sort_unstable();
+    s.planned.dedup();
+    s
+}
+
+/// The points still to run (see [`state`]).
+fn pending<'a>(
+    a: &AdaptiveRepeats,
+    plan: &'a Plan,
+    classes: &HashMap<u64, String>,
+) -> (Vec<&'a PlannedPoint>, usize) {
+    let combos = plan.points.len() as u64 / a.max as u64;
+    let s = state(a, combos, classes);
+    let out = s.todo.iter().map(|&id| &plan.points[id as usize]).collect();
+    (out, s.open)
 }
 
 /// Run an adaptive-repeats sweep round by round (unsharded), writing part files as

@@ -1,17 +1,19 @@
 //! Sweep datasets: one Parquet part file per chunk, in a hive-style directory
 //! `DIR/shard=K/part-<first point id>.parquet`, readable as one table by DuckDB
-//! (`SELECT … FROM 'DIR/**/*.parquet'`) and polars (`scan_parquet`).
+//! (`SELECT … FROM 'DIR/shard=*/*.parquet'`) and polars (`scan_parquet`). The names
+//! live in [`crate::sweep::schema`]; what the dataset is, in its manifest
+//! ([`crate::sweep::manifest`]).
 //!
-//! Rows: `point_id`, `combo`, `repeat`, `level` (refinement level), every parameter as its own typed column, every
-//! metric, `status`, `class`, `backend`, `scheme`, `step`, `error`. Each part is written
-//! to a hidden temporary name and renamed when complete ([`parquet::write_atomic`]),
-//! so a killed sweep leaves only whole part files (and at most a hidden temporary,
-//! removed on `--resume`).
+//! Rows: `point_id`, `combo`, `repeat`, `level` (refinement level), every parameter as
+//! its own typed column, every metric, `status`, `class`, `backend`, `scheme`, `step`,
+//! `error`. Each part is written to a hidden temporary name and renamed when complete,
+//! after its checksum file (`part-….parquet.sum`: a digest of the part's bytes), so a
+//! killed sweep leaves only whole part files, each with its checksum.
 //!
-//! Every part records in its file metadata the sweep hash, its shard, its point-id
-//! range, its row count and a digest of its values ([`content_digest`]): parquet-rs
-//! writes no page checksums, so [`crate::sweep::verify`] decodes each part and checks
-//! the digest before `--resume` or `metachron check` trusts it.
+//! Every part also records in its file metadata the sweep hash, its shard, its
+//! point-id range, its row count and a digest of its values ([`content_digest`]);
+//! [`crate::sweep::verify`] checks the bytes, then the metadata and the values, before
+//! `--resume`, `metachron check` or a reader trusts it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -28,28 +30,15 @@ use crate::metrics::{Metrics, MetricsAccumulator};
 use crate::output::parquet::{self, field, TableBuilder};
 use crate::sample::{SolverFailure, Status};
 use crate::simulate::{Backend, PointResult};
+use crate::sweep::schema::{
+    COL_BACKEND, COL_COMBO, COL_ERROR, COL_LEVEL, COL_POINT_ID, COL_REPEAT, COL_SCHEME, COL_STEP,
+};
 use crate::sweep::{PlannedPoint, Shard, SweepSpec};
 
-/// File-metadata keys written into every part file.
-pub const META_SWEEP: &str = "metachron.sweep";
-pub const META_SWEEP_HASH: &str = "metachron.sweep_hash";
-pub const META_VERSION: &str = "metachron.version";
-pub const META_SHARD: &str = "metachron.shard";
-pub const META_BACKEND: &str = "metachron.backend";
-pub const META_ADAPTER: &str = "metachron.adapter";
-pub const META_FIRST_ID: &str = "metachron.first_point_id";
-pub const META_LAST_ID: &str = "metachron.last_point_id";
-pub const META_ROWS: &str = "metachron.rows";
-pub const META_DIGEST: &str = "metachron.content_digest";
-
-/// Where quarantined files go, inside the dataset directory (never read as parts).
-pub const QUARANTINE_DIR: &str = "quarantine";
-
-/// Path of the part file that starts at `first_point_id` in `shard`.
-pub fn part_path(dir: &Path, shard: Shard, first_point_id: u64) -> PathBuf {
-    dir.join(format!("shard={}", shard.index))
-        .join(format!("part-{first_point_id:09}.parquet"))
-}
+pub use crate::sweep::schema::{
+    part_path, META_ADAPTER, META_BACKEND, META_DIGEST, META_FIRST_ID, META_LAST_ID, META_ROWS,
+    META_SHARD, META_SWEEP, META_SWEEP_HASH, META_VERSION, QUARANTINE_DIR,
+};
 
 /// Fingerprint of a sweep file's text (resume refuses a directory of another sweep).
 pub fn sweep_hash(spec: &SweepSpec) -> String {
@@ -71,51 +60,40 @@ pub fn scheme_label(spec: &SweepSpec, backend: Backend) -> String {
 /// What ran the points: the backend and its adapter (the GPU's name, type and
 /// precision; the thread count on the CPU).
 pub fn adapter_label(backend: Backend) -> String {
-    if backend == Backend::Gpu {
-        match crate::gpu::shared_context() {
-            Ok(ctx) => format!(
-                "gpu: {} ({}, {}, {})",
-                ctx.adapter.name,
-                ctx.adapter.device_type,
-                ctx.adapter.driver,
-                ctx.precision.label()
-            ),
-            Err(e) => format!("gpu unavailable ({e}): cpu fallback"),
-        }
-    } else {
-        format!("cpu: rayon, {} threads", rayon::current_num_threads())
-    }
+    crate::batch::adapter_label(backend)
 }
 
-/// File metadata of a part: the sweep file, version, backend, adapter, scheme, step
-/// settings and classification thresholds.
+/// File metadata of a part: the sweep file, format and software versions, backend,
+/// adapter, scheme, step settings and classification thresholds.
 pub fn part_metadata(
     spec: &SweepSpec,
     backend: Backend,
     shard: Shard,
     chunk_wall_seconds: f64,
 ) -> Vec<(String, String)> {
+    use crate::sweep::schema as k;
     let cfg = &spec.config;
-    vec![
-        (META_VERSION.into(), crate::VERSION.into()),
-        (META_SWEEP.into(), spec.text.clone()),
-        ("metachron.sweep_file".into(), spec.file.clone()),
-        ("metachron.sweep_name".into(), spec.name.clone()),
-        (META_SWEEP_HASH.into(), sweep_hash(spec)),
-        ("metachron.points".into(), spec.point_count().to_string()),
-        (META_SHARD.into(), shard.to_string()),
-        (META_BACKEND.into(), backend.label().into()),
-        (META_ADAPTER.into(), adapter_label(backend)),
-        ("metachron.scheme".into(), scheme_label(spec, backend)),
-        ("metachron.fixed_step".into(), ser(&cfg.fixed_step)),
-        ("metachron.solver".into(), ser(&cfg.solver)),
-        ("metachron.metrics_settings".into(), ser(&cfg.metrics)),
-        ("metachron.thresholds".into(), ser(&cfg.metrics.thresholds)),
-        (
-            "metachron.chunk_wall_seconds".into(),
-            format!("{chunk_wall_seconds:.3}"),
-        ),
+    [
+        (k::META_VERSION, crate::VERSION.to_string()),
+        (k::META_FORMAT, k::FORMAT_VERSION.to_string()),
+        (k::META_SWEEP, spec.text.clone()),
+        (k::META_SWEEP_FILE, spec.file.clone()),
+        (k::META_SWEEP_NAME, spec.name.clone()),
+        (k::META_SWEEP_HASH, sweep_hash(spec)),
+        (k::META_POINTS, spec.point_count().to_string()),
+        (k::META_SHARD, shard.to_string()),
+        (k::META_BACKEND, backend.label().into()),
+        (k::META_ADAPTER, adapter_label(backend)),
+        (k::META_SCHEME, scheme_label(spec, backend)),
+        (k::META_FIXED_STEP, ser(&cfg.fixed_step)),
+        (k::META_SOLVER, ser(&cfg.solver)),
+        (k::META_METRICS_SETTINGS, ser(&cfg.metrics)),
+        (k::META_THRESHOLDS, ser(&cfg.metrics.thresholds)),
+        (k::META_CHUNK_WALL, format!("{chunk_wall_seconds:.3}")),
     ]
+    .into_iter()
+    .map(|(key, v)| (key.to_string(), v))
+    .collect()
 }
 
 fn ser<T: serde::Serialize>(v: &T) -> String {
@@ -163,7 +141,7 @@ pub fn point_ids_of(batches: &[RecordBatch]) -> Vec<u64> {
     let mut ids = Vec::new();
     for b in batches {
         if let Some(x) = b
-            .column_by_name("point_id")
+            .column_by_name(COL_POINT_ID)
             .and_then(|a| a.as_any().downcast_ref::<UInt64Array>())
         {
             ids.extend(x.values().iter().copied());
@@ -174,6 +152,8 @@ pub fn point_ids_of(batches: &[RecordBatch]) -> Vec<u64> {
 
 /// FNV-1a, fed incrementally.
 struct Fnv(u64);
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Fnv {
     fn bytes(&mut self, b: &[u8]) {
@@ -190,7 +170,7 @@ impl Fnv {
 /// A digest of every value of a table, column by column (independent of how the rows
 /// are split into batches): a flipped bit that changes any decoded value changes it.
 pub fn content_digest(batches: &[RecordBatch]) -> Result<u64, String> {
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let mut h = Fnv(FNV_OFFSET);
     let Some(first) = batches.first() else {
         return Ok(h.0);
     };
@@ -265,19 +245,19 @@ pub fn chunk_batch(
 ) -> Result<RecordBatch, OutputError> {
     let mut t = TableBuilder::default();
     t.push(
-        field("point_id", DataType::UInt64, "1"),
+        field(COL_POINT_ID, DataType::UInt64, "1"),
         Arc::new(UInt64Array::from(
             points.iter().map(|p| p.point_id).collect::<Vec<_>>(),
         )),
     );
     t.push(
-        field("combo", DataType::UInt64, "1"),
+        field(COL_COMBO, DataType::UInt64, "1"),
         Arc::new(UInt64Array::from(
             points.iter().map(|p| p.combo).collect::<Vec<_>>(),
         )),
     );
-    t.u32("repeat", "1", points.iter().map(|p| p.repeat).collect());
-    t.u32("level", "1", points.iter().map(|p| p.level).collect());
+    t.u32(COL_REPEAT, "1", points.iter().map(|p| p.repeat).collect());
+    t.u32(COL_LEVEL, "1", points.iter().map(|p| p.level).collect());
     let params: Vec<&crate::Params> = points.iter().map(|p| &p.cfg.params).collect();
     parquet::push_param_columns(&mut t, &params);
     let failed: Vec<Metrics> = points.iter().map(|p| failed_metrics(p)).collect();
@@ -289,7 +269,7 @@ pub fn chunk_batch(
     parquet::push_metric_columns(&mut t, &metrics);
     // The backend that produced each row (a gpu request falls back to cpu without an adapter).
     t.string(
-        "backend",
+        COL_BACKEND,
         results
             .iter()
             .map(|r| {
@@ -301,9 +281,9 @@ pub fn chunk_batch(
             })
             .collect(),
     );
-    t.string("scheme", vec![scheme.to_string(); points.len()]);
+    t.string(COL_SCHEME, vec![scheme.to_string(); points.len()]);
     t.f64(
-        "step",
+        COL_STEP,
         "s",
         results
             .iter()
@@ -315,7 +295,7 @@ pub fn chunk_batch(
     );
     // Every row that is not `ok` says why: the engine's error, or what its status means.
     t.string(
-        "error",
+        COL_ERROR,
         results
             .iter()
             .map(|r| match r {
@@ -327,64 +307,260 @@ pub fn chunk_batch(
     t.finish()
 }
 
-/// Every visible `*.parquet` file under `dir` (recursively, `quarantine/` excluded),
-/// sorted: the files a dataset reader would see, whatever wrote them.
-pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
-    let quarantine = dir.join(QUARANTINE_DIR);
-    let mut out = files_named(dir, |name| {
-        !name.starts_with('.') && name.ends_with(".parquet")
-    })?;
-    out.retain(|p| !p.starts_with(&quarantine));
-    out.sort();
-    Ok(out)
+/// A file or link under a dataset's directory that is not the dataset's: reported,
+/// never read as a part, never moved, never followed.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Stray {
+    pub path: PathBuf,
+    pub kind: StrayKind,
 }
 
-/// Files under `dir` (recursively; none when it does not exist) whose name passes `keep`.
-fn files_named(dir: &Path, keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>, OutputError> {
-    let mut out = Vec::new();
-    if dir.is_dir() {
-        walk(dir, &mut |p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            if keep(&name) {
-                out.push(p.to_path_buf());
-            }
-        })?;
+/// What a stray is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum StrayKind {
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A macOS AppleDouble file (`._name`): DuckDB and polars fail on it in a glob.
+    AppleDouble,
+    /// Another hidden file (globs may still read it).
+    Hidden,
+    /// A Parquet file outside `shard=K/part-*.parquet`: globs read it with the parts.
+    Parquet,
+    /// A summary written by `metachron summarize` (not a part).
+    Summary,
+    /// The directory of another dataset (it has its own manifest).
+    OtherDataset,
+    /// A FIFO, socket or device.
+    Special,
+    /// Any other file or directory.
+    Other,
+}
+
+impl StrayKind {
+    /// Whether it makes the dataset unclean: a reader of `DIR/**/*.parquet` would see
+    /// it, trip on it or follow it.
+    pub fn disturbs_readers(self) -> bool {
+        !matches!(self, StrayKind::Summary | StrayKind::Other)
     }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            StrayKind::Symlink => "a symbolic link (not followed)",
+            StrayKind::AppleDouble => {
+                "a macOS AppleDouble file (`._*`): DuckDB and polars fail on it in a glob; remove it"
+            }
+            StrayKind::Hidden => "a hidden file, not the dataset's (globs may read it)",
+            StrayKind::Parquet => {
+                "a Parquet file that is not a part (only shard=K/part-*.parquet are): globs of \
+                 DIR/**/*.parquet read it with the dataset"
+            }
+            StrayKind::Summary => {
+                "a summary of the dataset (not a part; read the parts as DIR/shard=*/*.parquet)"
+            }
+            StrayKind::OtherDataset => "another dataset (it has its own manifest)",
+            StrayKind::Special => "not a regular file (a FIFO, socket or device)",
+            StrayKind::Other => "not part of the dataset (left alone)",
+        }
+    }
+}
+
+/// What a dataset directory holds: the candidate parts (`shard=K/part-*.parquet`
+/// regular files), the dataset's own other files, and everything else.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Candidate parts, sorted.
+    pub parts: Vec<PathBuf>,
+    /// Temporaries of killed writers and checksum files without their part.
+    pub leftovers: Vec<PathBuf>,
+    pub strays: Vec<Stray>,
+}
+
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> OutputError + '_ {
+    move |source| OutputError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Entries of a directory with their own type (links not followed), sorted by name.
+fn entries(dir: &Path) -> Result<Vec<(PathBuf, String, std::fs::FileType)>, OutputError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(io_at(dir))? {
+        let e = e.map_err(io_at(dir))?;
+        let ft = e.file_type().map_err(io_at(&e.path()))?;
+        out.push((e.path(), e.file_name().to_string_lossy().into_owned(), ft));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 
-fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) -> Result<(), OutputError> {
-    let io = |source| OutputError::Io {
-        path: dir.display().to_string(),
-        source,
-    };
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
-        if path.is_dir() {
-            walk(&path, f)?;
+/// Classify what `dir` holds, following no link. A missing `dir` holds nothing.
+pub fn tree(dir: &Path) -> Result<Tree, OutputError> {
+    use crate::sweep::schema as k;
+    let mut t = Tree::default();
+    if !dir.is_dir() {
+        return Ok(t);
+    }
+    for (path, name, ft) in entries(dir)? {
+        let own_file = [k::MANIFEST_FILE, k::MANIFEST_LOCK, k::VERIFY_CACHE]
+            .contains(&name.as_str())
+            || name.starts_with(k::VALIDATION_PREFIX) && name.ends_with(".csv")
+            || is_manifest_temporary(&name);
+        if ft.is_file() && own_file {
+            continue;
+        }
+        if ft.is_dir() && name == k::QUARANTINE_DIR {
+            continue;
+        }
+        if ft.is_dir() && k::shard_of_dir_name(&name).is_some() {
+            shard_tree(&path, &mut t)?;
+            continue;
+        }
+        stray(&path, &name, ft, &mut t.strays)?;
+    }
+    t.parts.sort();
+    Ok(t)
+}
+
+fn is_manifest_temporary(name: &str) -> bool {
+    name.strip_prefix('.')
+        .and_then(|n| n.strip_prefix(crate::sweep::schema::MANIFEST_FILE))
+        .and_then(|n| n.strip_prefix(".tmp-"))
+        .is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn shard_tree(dir: &Path, t: &mut Tree) -> Result<(), OutputError> {
+    use crate::sweep::schema as k;
+    let listed = entries(dir)?;
+    for (path, name, ft) in &listed {
+        if ft.is_file() && k::is_part_name(name) {
+            t.parts.push(path.clone());
+        } else if ft.is_file() && name == k::SHARD_LOCK {
+        } else if ft.is_file() && k::is_part_temporary(name) {
+            t.leftovers.push(path.clone());
+        } else if ft.is_file() && k::is_checksum_name(name) {
+            let part = name.trim_end_matches(k::CHECKSUM_EXT);
+            if !listed.iter().any(|(_, n, _)| n == part) {
+                t.leftovers.push(path.clone());
+            }
         } else {
-            f(&path);
+            stray(path, name, *ft, &mut t.strays)?;
         }
     }
     Ok(())
 }
 
-/// Remove temporaries left by a killed writer (hidden `.part-*.tmp-*` files) under
-/// `dir`; call it on a shard's own directory, never on one another process writes to.
-pub fn remove_stale_temporaries(dir: &Path) -> Result<usize, OutputError> {
-    let stale = files_named(dir, |name| {
-        name.starts_with(".part-") && name.contains(".parquet.tmp-")
-    })?;
-    for p in &stale {
-        std::fs::remove_file(p).map_err(|source| OutputError::Io {
-            path: p.display().to_string(),
-            source,
-        })?;
+/// Record `path` (and, for a plain directory, everything below it) as strays.
+fn stray(
+    path: &Path,
+    name: &str,
+    ft: std::fs::FileType,
+    out: &mut Vec<Stray>,
+) -> Result<(), OutputError> {
+    let kind = if ft.is_symlink() {
+        StrayKind::Symlink
+    } else if name.starts_with("._") {
+        StrayKind::AppleDouble
+    } else if name.starts_with('.') {
+        StrayKind::Hidden
+    } else if ft.is_dir() {
+        if path.join(crate::sweep::schema::MANIFEST_FILE).exists() {
+            StrayKind::OtherDataset
+        } else {
+            for (p, n, f) in entries(path)? {
+                stray(&p, &n, f, out)?;
+            }
+            return Ok(());
+        }
+    } else if !ft.is_file() {
+        StrayKind::Special
+    } else if name.to_ascii_lowercase().ends_with(".parquet") {
+        let summary = parquet::read_parquet_metadata(path)
+            .is_ok_and(|m| m.contains_key(crate::sweep::schema::META_SUMMARY_OF));
+        if summary {
+            StrayKind::Summary
+        } else {
+            StrayKind::Parquet
+        }
+    } else {
+        StrayKind::Other
+    };
+    out.push(Stray {
+        path: path.to_path_buf(),
+        kind,
+    });
+    Ok(())
+}
+
+/// The candidate parts of `dir` (`shard=K/part-*.parquet` regular files, sorted): the
+/// only files a check, a resume or a reader considers.
+pub fn part_files(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
+    Ok(tree(dir)?.parts)
+}
+
+/// Remove temporaries left by a killed writer and checksum files without a part in
+/// `shard_dir`; call it on a shard's own directory, under its lock.
+pub fn remove_stale_temporaries(shard_dir: &Path) -> Result<usize, OutputError> {
+    let mut t = Tree::default();
+    if shard_dir.is_dir() {
+        shard_tree(shard_dir, &mut t)?;
     }
-    Ok(stale.len())
+    for p in &t.leftovers {
+        match std::fs::remove_file(p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_at(p)(e)),
+            _ => {}
+        }
+    }
+    Ok(t.leftovers.len())
+}
+
+/// A digest of a file's bytes, kept beside it (`part-….parquet.sum`): any changed,
+/// added or removed byte of the part changes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checksum {
+    pub len: u64,
+    pub fnv1a64: u64,
+}
+
+const CHECKSUM_TAG: &str = "fnv1a64";
+
+impl Checksum {
+    pub fn of(bytes: &[u8]) -> Checksum {
+        let mut h = Fnv(FNV_OFFSET);
+        h.bytes(bytes);
+        Checksum {
+            len: bytes.len() as u64,
+            fnv1a64: h.0,
+        }
+    }
+
+    pub fn to_text(self) -> String {
+        format!("{CHECKSUM_TAG} {:016x} {}\n", self.fnv1a64, self.len)
+    }
+
+    pub fn parse(text: &str) -> Option<Checksum> {
+        let mut w = text.split_whitespace();
+        (w.next()? == CHECKSUM_TAG).then_some(())?;
+        let fnv1a64 = u64::from_str_radix(w.next()?, 16).ok()?;
+        let len = w.next()?.parse().ok()?;
+        w.next().is_none().then_some(Checksum { len, fnv1a64 })
+    }
+}
+
+/// Write a part: encode it, write its checksum file, then the part itself (both
+/// atomically, the checksum first, so a part never appears without its checksum).
+pub fn write_part(
+    path: &Path,
+    batch: &RecordBatch,
+    metadata: &[(String, String)],
+) -> Result<(), OutputError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_at(path))?;
+    }
+    let bytes = parquet::encode(path, batch, metadata)?;
+    let sum = crate::sweep::schema::checksum_path(path);
+    parquet::write_bytes_atomic(&sum, Checksum::of(&bytes).to_text().as_bytes())?;
+    parquet::write_bytes_atomic(path, &bytes)
 }
 
 /// A column read back from a dataset: numbers (any numeric type) or text.
@@ -427,7 +603,7 @@ impl Dataset {
 
     /// The `point_id` column as integers.
     pub fn point_ids(&self) -> Vec<u64> {
-        match self.column("point_id") {
+        match self.column(COL_POINT_ID) {
             Some(Column::Num(v)) => v.iter().map(|&x| x as u64).collect(),
             _ => Vec::new(),
         }
@@ -506,15 +682,22 @@ pub fn schema_mismatch(
     None
 }
 
-/// Read every part file under `dir` into one table of scalar columns. A file that is
-/// not a part of a metachron dataset (its columns differ) is an error naming the file
-/// and the column; `metachron check DIR` says more.
+/// Read the candidate parts of `dir` (`shard=K/part-*.parquet`, no other file) into
+/// one table of scalar columns, as they are: for a dataset still being written (the
+/// runner's own reads, after `--resume` checked it). Readers of a finished dataset go
+/// through [`crate::sweep::audit::read_verified`]. A file that is not a part of a
+/// metachron dataset (its columns differ) is an error naming the file and the column.
 pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
+    read_parts(dir, &part_files(dir)?)
+}
+
+/// Read `parts` (files of the dataset in `dir`) into one table of scalar columns.
+pub fn read_parts(dir: &Path, parts: &[PathBuf]) -> Result<Dataset, OutputError> {
     let mut ds = Dataset::default();
     let expected = part_schema()?;
     let mut seen = std::collections::HashSet::new();
-    for path in part_files(dir)? {
-        let (batches, meta) = parquet::read_parquet(&path)?;
+    for path in parts {
+        let (batches, meta) = parquet::read_parquet(path)?;
         if let Some(b) = batches.first() {
             if let Some(why) = schema_mismatch(&b.schema(), &expected) {
                 return Err(OutputError::Invalid {

@@ -1,15 +1,19 @@
 //! Sweeps: a sweep file (a base parameter set plus axes) becomes a plan of points
 //! with stable ids, run in chunks whose results are written as the part files of one
-//! Parquet dataset ([`dataset`]), checked before it is trusted ([`verify`]) and
-//! written by one process per shard ([`lock`]).
+//! Parquet dataset ([`dataset`], names in [`schema`]) that its manifest describes
+//! ([`manifest`]), checked before it is trusted ([`verify`], [`audit`]) and written by
+//! one process per shard ([`lock`]).
 
 pub mod adaptive;
+pub mod audit;
 pub mod dataset;
 pub mod lock;
+pub mod manifest;
 pub mod plan;
 pub mod refine;
 pub mod rng;
 pub mod run;
+pub mod schema;
 pub mod spec;
 pub mod summary;
 pub mod verify;
@@ -50,4 +54,8 @@ pub enum SweepError {
     Dataset(String),
     #[error(transparent)]
     Output(#[from] OutputError),
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+    #[error(transparent)]
+    Audit(#[from] audit::AuditError),
 }

@@ -74,9 +74,16 @@ impl Shard {
     /// The shard of a SLURM job array task, from `SLURM_ARRAY_TASK_ID`,
     /// `SLURM_ARRAY_TASK_COUNT` and (when set) `SLURM_ARRAY_TASK_MIN`; `None` outside one.
     pub fn from_slurm(env: impl Fn(&str) -> Option<String>) -> Result<Option<Shard>, SweepError> {
-        let (Some(id), Some(count)) = (env("SLURM_ARRAY_TASK_ID"), env("SLURM_ARRAY_TASK_COUNT"))
-        else {
-            return Ok(None);
+        let (id, count) = match (env("SLURM_ARRAY_TASK_ID"), env("SLURM_ARRAY_TASK_COUNT")) {
+            (Some(id), Some(count)) => (id, count),
+            (None, _) => return Ok(None),
+            // Running the whole sweep in every task would write it N times over.
+            (Some(id), None) => {
+                return Err(SweepError::Shard(format!(
+                    "SLURM_ARRAY_TASK_ID = {id} is set without SLURM_ARRAY_TASK_COUNT (an older \
+                     Slurm?): pass --shard {id}/N (or set METACHRON_SHARDS=N in the batch script)"
+                )))
+            }
         };
         let num = |name: &str, v: &str| {
             v.trim().parse::<usize>().map_err(|_| {

@@ -22,7 +22,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::metrics::{Class, METRIC_COLUMNS};
-use crate::sweep::dataset::{self, Column};
+use crate::sweep::dataset::{self, Column, Dataset};
 use crate::sweep::plan::combo_points;
 use crate::sweep::run::{self, RunOptions};
 use crate::sweep::spec::spaced_value;
@@ -422,14 +422,14 @@ fn disagree(by: &RefineBy, corners: &[Option<&Corner>]) -> bool {
     }
 }
 
-/// Corner values of `combos` from the rows written under `out`.
+/// Corner values of `combos` from the rows `ds` (the rows written under `out`).
 fn corner_values(
     spec: &SweepSpec,
     r: &Refine,
     out: &std::path::Path,
+    ds: &Dataset,
     combos: &BTreeSet<u64>,
 ) -> Result<HashMap<u64, Corner>, SweepError> {
-    let ds = dataset::read_dataset(out)?;
     let ids = ds.point_ids();
     let col = |name: &str| {
         ds.column(name).ok_or_else(|| {
@@ -501,6 +501,155 @@ pub fn level0_plan(spec: &SweepSpec, r: &Refine) -> Result<Plan, SweepError> {
     Ok(Plan { points })
 }
 
+/// The planning of a refined sweep between levels: what is planned so far, the cells
+/// that may split next, and the lattice points of the level just planned. The runner
+/// and `metachron check` plan with it alike.
+struct Planner<'a> {
+    spec: &'a SweepSpec,
+    r: &'a Refine,
+    lat: Lattice,
+    planned: BTreeSet<u64>,
+    cells: Vec<Cell>,
+    total: usize,
+    /// Lattice points of the current level, in id order.
+    level_idx: Vec<Vec<usize>>,
+}
+
+impl<'a> Planner<'a> {
+    /// Level 0: the axes' own grid.
+    fn new(spec: &'a SweepSpec, r: &'a Refine) -> Planner<'a> {
+        let lat = Lattice::new(spec, r);
+        let grid = lat.grid(spec);
+        let planned: BTreeSet<u64> = grid.iter().map(|i| lat.combo(i)).collect();
+        let cells: Vec<Cell> = grid
+            .iter()
+            .filter(|b| {
+                b.iter()
+                    .enumerate()
+                    .all(|(g, &i)| !lat.refined[g] || i + lat.stride < lat.sizes[g])
+            })
+            .map(|b| Cell {
+                base: b.clone(),
+                size: lat.stride,
+            })
+            .collect();
+        let total = planned.len() * spec.repeats;
+        Planner {
+            spec,
+            r,
+            lat,
+            planned,
+            cells,
+            total,
+            level_idx: grid,
+        }
+    }
+
+    /// Plan the next level from the corner values of what is planned so far: split
+    /// the cells whose corners disagree (within `max_points`). Fills `report`'s
+    /// `cells_split` and `truncated`; an empty `level_idx` afterwards means done.
+    fn advance(&mut self, values: &HashMap<u64, Corner>, report: &mut LevelReport) {
+        let lat = &self.lat;
+        let mut next = Vec::new();
+        self.level_idx.clear();
+        let mut new_here: HashSet<u64> = HashSet::new();
+        for cell in &self.cells {
+            let corners: Vec<Option<&Corner>> = cell
+                .points(lat, cell.size)
+                .iter()
+                .map(|p| values.get(&lat.combo(p)))
+                .collect();
+            if !disagree(&self.r.by, &corners) {
+                continue;
+            }
+            let h = cell.size / 2;
+            let fresh: Vec<Vec<usize>> = cell
+                .points(lat, h)
+                .into_iter()
+                .filter(|p| {
+                    let c = lat.combo(p);
+                    !self.planned.contains(&c) && !new_here.contains(&c)
+                })
+                .collect();
+            if self.total + fresh.len() * self.spec.repeats > self.r.max_points {
+                report.truncated = true;
+                break;
+            }
+            self.total += fresh.len() * self.spec.repeats;
+            report.cells_split += 1;
+            for p in fresh {
+                new_here.insert(lat.combo(&p));
+                self.level_idx.push(p);
+            }
+            // Its 2^d sub-cells are candidates of the next level.
+            let sub = Cell {
+                base: cell.base.clone(),
+                size: h,
+            };
+            for base in sub.points(lat, h) {
+                next.push(Cell { base, size: h });
+            }
+        }
+        self.planned.extend(new_here.iter().copied());
+        self.level_idx.sort_by_key(|p| lat.combo(p));
+        self.cells = next;
+    }
+
+    /// Point ids of the current level (every repeat of its combinations).
+    fn level_ids(&self) -> Vec<u64> {
+        let repeats = self.spec.repeats as u64;
+        self.level_idx
+            .iter()
+            .flat_map(|idx| {
+                let c = self.lat.combo(idx);
+                (0..repeats).map(move |k| c * repeats + k)
+            })
+            .collect()
+    }
+}
+
+/// A refined dataset's plan, computed from its rows as the runner computes it.
+#[derive(Debug, Clone, Default)]
+pub struct RefinedPlan {
+    /// Every point id planned by the levels whose planning the rows allow.
+    pub ids: BTreeSet<u64>,
+    /// The first level with points still to run, and how many.
+    pub open_level: Option<(u32, usize)>,
+}
+
+/// Plan a refined sweep from the rows `ds` it wrote (under `out`), level by level as
+/// [`run_refined`] does: a level's plan needs every row of the levels before it.
+pub fn plan_from_rows(
+    spec: &SweepSpec,
+    out: &std::path::Path,
+    ds: &Dataset,
+) -> Result<RefinedPlan, SweepError> {
+    let r = spec
+        .refine
+        .as_ref()
+        .ok_or_else(|| SweepError::Dataset("the sweep file has no [refine] table".into()))?;
+    let present: HashSet<u64> = ds.point_ids().into_iter().collect();
+    let mut planner = Planner::new(spec, r);
+    let mut plan = RefinedPlan::default();
+    for level in 0..=r.max_level {
+        if level > 0 {
+            let values = corner_values(spec, r, out, ds, &planner.planned)?;
+            planner.advance(&values, &mut LevelReport::default());
+            if planner.level_idx.is_empty() {
+                break;
+            }
+        }
+        let ids = planner.level_ids();
+        let missing = ids.iter().filter(|id| !present.contains(id)).count();
+        plan.ids.extend(ids);
+        if missing > 0 {
+            plan.open_level = Some((level, missing));
+            break;
+        }
+    }
+    Ok(plan)
+}
+
 /// Run a refined sweep level by level (this shard's points of each level), writing
 /// part files as [`run::run`] does. `on_level` sees each finished level.
 pub fn run_refined(
@@ -512,23 +661,7 @@ pub fn run_refined(
         .refine
         .as_ref()
         .ok_or_else(|| SweepError::Dataset("the sweep file has no [refine] table".into()))?;
-    let lat = Lattice::new(spec, r);
-    let grid = lat.grid(spec);
-    let mut planned: BTreeSet<u64> = grid.iter().map(|i| lat.combo(i)).collect();
-    let mut level_idx: Vec<Vec<usize>> = grid.clone();
-    let mut cells: Vec<Cell> = grid
-        .iter()
-        .filter(|b| {
-            b.iter()
-                .enumerate()
-                .all(|(g, &i)| !lat.refined[g] || i + lat.stride < lat.sizes[g])
-        })
-        .map(|b| Cell {
-            base: b.clone(),
-            size: lat.stride,
-        })
-        .collect();
-    let mut total = planned.len() * spec.repeats;
+    let mut planner = Planner::new(spec, r);
     let mut chunks_left = opts.stop_after_chunks;
     let mut reports = Vec::new();
     for level in 0..=r.max_level {
@@ -537,64 +670,23 @@ pub fn run_refined(
             ..LevelReport::default()
         };
         if level > 0 {
-            let values = corner_values(spec, r, &opts.out, &planned)?;
-            let mut next = Vec::new();
-            level_idx.clear();
-            let mut new_here: HashSet<u64> = HashSet::new();
-            for cell in &cells {
-                let corners: Vec<Option<&Corner>> = cell
-                    .points(&lat, cell.size)
-                    .iter()
-                    .map(|p| values.get(&lat.combo(p)))
-                    .collect();
-                if !disagree(&r.by, &corners) {
-                    continue;
-                }
-                let h = cell.size / 2;
-                let fresh: Vec<Vec<usize>> = cell
-                    .points(&lat, h)
-                    .into_iter()
-                    .filter(|p| {
-                        let c = lat.combo(p);
-                        !planned.contains(&c) && !new_here.contains(&c)
-                    })
-                    .collect();
-                if total + fresh.len() * spec.repeats > r.max_points {
-                    report.truncated = true;
-                    break;
-                }
-                total += fresh.len() * spec.repeats;
-                report.cells_split += 1;
-                for p in fresh {
-                    new_here.insert(lat.combo(&p));
-                    level_idx.push(p);
-                }
-                // Its 2^d sub-cells are candidates of the next level.
-                let sub = Cell {
-                    base: cell.base.clone(),
-                    size: h,
-                };
-                for base in sub.points(&lat, h) {
-                    next.push(Cell { base, size: h });
-                }
-            }
-            planned.extend(new_here.iter().copied());
-            level_idx.sort_by_key(|p| lat.combo(p));
-            cells = next;
-            if level_idx.is_empty() {
+            let ds = dataset::read_dataset(&opts.out)?;
+            let values = corner_values(spec, r, &opts.out, &ds, &planner.planned)?;
+            planner.advance(&values, &mut report);
+            if planner.level_idx.is_empty() {
                 break;
             }
         }
         let mut points: Vec<PlannedPoint> = Vec::new();
-        for idx in &level_idx {
+        for idx in &planner.level_idx {
             points.extend(combo_points(
                 spec,
-                lat.combo(idx),
-                &lat.values(spec, idx),
+                planner.lat.combo(idx),
+                &planner.lat.values(spec, idx),
                 level,
             )?);
         }
-        report.combos = level_idx.len();
+        report.combos = planner.level_idx.len();
         report.points = points.len();
         let plan = Plan { points };
         let level_opts = RunOptions {

@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use crate::batch::run_batch;
 use crate::metrics::METRIC_COLUMNS;
-use crate::output::parquet::write_atomic;
 use crate::simulate::{Backend, RunConfig};
-use crate::sweep::dataset::{self, Column};
+use crate::sweep::dataset::{self, Column, Stray};
 use crate::sweep::lock::{lock_shard, ShardLock};
+use crate::sweep::manifest::{self, Manifest};
 use crate::sweep::rng::SplitMix64;
+use crate::sweep::schema::{self, FORMAT_VERSION};
 use crate::sweep::verify::{self, Defect, Expected};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
@@ -36,6 +37,10 @@ pub struct Work<'a> {
     pub pending: Vec<&'a PlannedPoint>,
     /// Files that failed the check: (where it was, where it went, why).
     pub quarantined: Vec<(PathBuf, PathBuf, Defect)>,
+    /// Bad parts of other shards, left to their own writer.
+    pub left_for_others: Vec<(PathBuf, Defect)>,
+    /// What is under DIR but not the dataset's: reported, never touched.
+    pub strays: Vec<Stray>,
     pub lock: Option<ShardLock>,
 }
 
@@ -46,17 +51,11 @@ pub struct Work<'a> {
 pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
     let threads = rayon::current_num_threads().max(1);
     if backend == Backend::Gpu {
-        if let (Ok(engine), Ok(ctx)) = (crate::gpu::shared_engine(), crate::gpu::shared_context()) {
-            let cap = if ctx.adapter.device_type == "Cpu" {
-                256
-            } else {
-                16384
-            };
-            return points
-                .iter()
-                .map(|p| engine.max_batch(p.cfg.params.n_legs, p.cfg.params.n_nodes))
-                .fold(cap, usize::min)
-                .max(1);
+        let shapes = points
+            .iter()
+            .map(|p| (p.cfg.params.n_legs, p.cfg.params.n_nodes));
+        if let Some(limit) = crate::batch::gpu_batch_limit(shapes) {
+            return limit;
         }
     }
     if backend == Backend::Reference {
@@ -66,7 +65,6 @@ pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
     }
 }
 
-/// What a part of `spec`'s dataset must be.
 /// How many point ids the sweep can have: its points, or for a refined sweep every point
 /// of the finest lattice (refined points take their ids from lattice coordinates).
 pub fn id_space(spec: &SweepSpec) -> u64 {
@@ -80,19 +78,39 @@ pub fn id_space(spec: &SweepSpec) -> u64 {
     (combos * spec.repeats) as u64
 }
 
+/// What a part of `spec`'s dataset must be (the manifest adds layout and backend).
 pub fn expected(spec: &SweepSpec) -> Result<Expected, SweepError> {
     Ok(Expected {
         sweep_hash: dataset::sweep_hash(spec),
         points: id_space(spec),
         schema: dataset::part_schema()?,
+        shards: None,
+        backend: None,
     })
 }
 
-/// Decide what to run, as the writer of this shard: take the shard's lock (a second
-/// writer fails at once), then, with `--resume`, check every file under `out`, move
-/// the bad ones to `out/quarantine/` and count only the points of good parts; remove
-/// this shard's stale temporaries (under the lock). Without `--resume` an existing
-/// dataset in `out` is an error; a directory holding only another sweep's parts too.
+/// The manifest a writer of `spec` with `opts` would write (or must match).
+pub fn writer_manifest(spec: &SweepSpec, opts: &RunOptions) -> Manifest {
+    Manifest {
+        format_version: FORMAT_VERSION,
+        sweep_hash: dataset::sweep_hash(spec),
+        sweep_name: spec.name.clone(),
+        sweep_file: spec.file.clone(),
+        sweep: spec.text.clone(),
+        shards: opts.shard.count,
+        backend: opts.backend.label().to_string(),
+        written_by: crate::VERSION.to_string(),
+        created: crate::sweep::lock::utc_now(),
+    }
+}
+
+/// Decide what to run, as the writer of this shard: claim the directory (its manifest,
+/// created by the first writer under the manifest lock: another sweep, shard layout,
+/// backend or format version is refused), take the shard's lock (a second writer
+/// fails at once), then, with `--resume`, check every part, move the bad ones of this
+/// shard to `out/quarantine/` and count only the points of good parts; remove this
+/// shard's stale temporaries (under the lock). A new dataset's directory must hold
+/// nothing else; without `--resume` one with parts is an error.
 pub fn work<'a>(
     spec: &SweepSpec,
     plan: &'a Plan,
@@ -101,13 +119,43 @@ pub fn work<'a>(
     prepare(spec, plan, opts, true)
 }
 
-/// What [`work`] would run, changing nothing (no lock, no quarantine): `--dry-run`.
+/// What [`work`] would run, changing nothing (no lock, no manifest, no quarantine):
+/// `--dry-run`.
 pub fn preview<'a>(
     spec: &SweepSpec,
     plan: &'a Plan,
     opts: &RunOptions,
 ) -> Result<Work<'a>, SweepError> {
     prepare(spec, plan, opts, false)
+}
+
+fn listing(strays: &[Stray], dir: &Path) -> String {
+    let mut lines: Vec<String> = strays
+        .iter()
+        .take(20)
+        .map(|s| {
+            format!(
+                "  {}: {}",
+                s.path.strip_prefix(dir).unwrap_or(&s.path).display(),
+                s.kind.describe()
+            )
+        })
+        .collect();
+    if strays.len() > 20 {
+        lines.push(format!("  ... and {} more", strays.len() - 20));
+    }
+    lines.join("\n")
+}
+
+/// A path the writer creates or enters must be a real directory (never a link).
+fn real_dir_or_absent(path: &Path) -> Result<(), SweepError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_dir() => Err(SweepError::Dataset(format!(
+            "{}: not a directory (a link is never followed): remove it or choose another --out",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn prepare<'a>(
@@ -117,46 +165,75 @@ fn prepare<'a>(
     as_writer: bool,
 ) -> Result<Work<'a>, SweepError> {
     let mine = plan.shard(opts.shard);
-    let existing = dataset::part_files(&opts.out)?;
-    if !existing.is_empty() && !opts.resume {
+    let out = &opts.out;
+    if out.exists() && !out.is_dir() {
         return Err(SweepError::Dataset(format!(
-            "{} already holds a dataset ({} part files): pass --resume to continue it, \
-             or choose another --out",
-            opts.out.display(),
-            existing.len()
+            "{}: not a directory (--out names the dataset's directory)",
+            out.display()
         )));
     }
-    let shard_dir = opts.out.join(format!("shard={}", opts.shard.index));
+    let wanted = writer_manifest(spec, opts);
+    let tree = dataset::tree(out)?;
+    match verify::manifest_of(out)? {
+        Some(m) => {
+            m.admits(&wanted, out)?;
+            if !opts.resume && !tree.parts.is_empty() {
+                return Err(SweepError::Dataset(format!(
+                    "{} already holds a dataset ({} part files): pass --resume to continue \
+                     it, or choose another --out",
+                    out.display(),
+                    tree.parts.len()
+                )));
+            }
+        }
+        // A new dataset: the directory is its own, nothing else may be in it.
+        None if !tree.strays.is_empty() => {
+            return Err(SweepError::Dataset(format!(
+                "{} holds other files, so it cannot become a dataset's directory (a resume \
+                 would judge them): choose an empty or new --out. Found:\n{}",
+                out.display(),
+                listing(&tree.strays, out)
+            )));
+        }
+        None => {}
+    }
+    let shard_dir = out.join(schema::shard_dir_name(opts.shard.index));
+    real_dir_or_absent(&shard_dir)?;
+    real_dir_or_absent(&out.join(schema::QUARANTINE_DIR))?;
     let lock = if as_writer {
+        let held = manifest::lock(out)?;
+        let (_, created) = manifest::claim(out, &wanted, &held)?;
+        drop(held);
+        if !created && !opts.resume && !dataset::part_files(out)?.is_empty() {
+            return Err(SweepError::Dataset(format!(
+                "{} already holds a dataset: pass --resume to continue it, or choose another --out",
+                out.display()
+            )));
+        }
         Some(lock_shard(&shard_dir).map_err(|e| SweepError::Dataset(e.to_string()))?)
     } else {
         None
     };
     let mut done = HashSet::new();
     let mut quarantined = Vec::new();
-    if !existing.is_empty() {
-        let exp = expected(spec)?;
-        let scan = verify::scan(&opts.out, &exp)?;
-        if scan.good.is_empty() {
-            if let Some((_, Defect::OtherSweep { found, expected })) = scan
-                .bad
-                .iter()
-                .find(|(_, d)| matches!(d, Defect::OtherSweep { .. }))
-            {
-                return Err(SweepError::Dataset(format!(
-                    "{} holds the results of a different sweep file (hash {found}, this file {expected}): \
-                     resume it with the same file, or choose another --out",
-                    opts.out.display()
-                )));
-            }
-        }
+    let mut left = Vec::new();
+    let mut strays = Vec::new();
+    if verify::manifest_of(out)?.is_some() {
+        let scan = verify::scan(out, &expected(spec)?)?;
         done = scan.done_ids();
+        strays = scan.strays;
         for (path, defect) in scan.bad {
-            if as_writer {
-                let to = verify::quarantine(&opts.out, &path, &defect)?;
+            // This shard's own parts, and parts in no shard of the layout: no other
+            // writer moves those.
+            let owner = verify::shard_dir_of(&path);
+            let ours = owner.is_none_or(|k| k == opts.shard.index || k >= opts.shard.count);
+            if as_writer && ours {
+                let to = verify::quarantine(out, &path, &defect)?;
                 quarantined.push((path, to, defect));
-            } else {
+            } else if ours {
                 quarantined.push((path.clone(), path, defect));
+            } else {
+                left.push((path, defect));
             }
         }
     }
@@ -175,6 +252,8 @@ fn prepare<'a>(
         already_done: shard_points - pending.len(),
         pending,
         quarantined,
+        left_for_others: left,
+        strays,
         lock,
     })
 }
@@ -264,7 +343,7 @@ pub fn run(
         let mut meta = dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
         meta.extend(dataset::integrity_metadata(&batch)?);
         let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
-        write_atomic(&path, &batch, &meta)?;
+        dataset::write_part(&path, &batch, &meta)?;
         s.points_run += chunk.len();
         s.chunks_written += 1;
         on_chunk(s.points_run);
@@ -279,7 +358,8 @@ pub struct Validation {
     pub path: PathBuf,
     pub points: usize,
     pub class_agree: usize,
-    /// Largest |sweep − reference| per metric (NaN pairs skipped).
+    /// Largest |sweep − reference| per metric (NaN pairs skipped; NaN when no pair
+    /// could be compared, e.g. every reference run failed).
     pub max_abs_diff: Vec<(String, f64)>,
 }
 
@@ -314,7 +394,7 @@ pub fn validate(
     chosen.sort_by_key(|p| p.point_id);
     let ds = dataset::read_dataset(&opts.out)?;
     let ids = ds.point_ids();
-    let t_run_of = |p: &PlannedPoint| match ds.column("t_run") {
+    let t_run_of = |p: &PlannedPoint| match ds.column(schema::COL_T_RUN) {
         Some(Column::Num(v)) => ids
             .iter()
             .position(|&id| id == p.point_id)
@@ -348,7 +428,8 @@ pub fn validate(
         header.push(format!("{m}_reference"));
     }
     let mut lines = vec![header.join(",")];
-    let mut max_abs = vec![0.0f64; METRIC_COLUMNS.len()];
+    // NaN until a pair of finite values is compared (never a 0 nothing measured).
+    let mut max_abs = vec![f64::NAN; METRIC_COLUMNS.len()];
     let mut agree = 0;
     for (p, r) in chosen.iter().zip(&refs) {
         let Some(row) = ids.iter().position(|&id| id == p.point_id) else {
@@ -370,15 +451,15 @@ pub fn validate(
                 vec![f64::NAN; METRIC_COLUMNS.len()],
             ),
         };
-        if text("class", row) == r_class {
+        if text(schema::COL_CLASS, row) == r_class {
             agree += 1;
         }
         let mut line = vec![
             p.point_id.to_string(),
-            text("backend", row),
-            text("status", row),
+            text(schema::COL_BACKEND, row),
+            text(schema::COL_STATUS, row),
             r_status,
-            text("class", row),
+            text(schema::COL_CLASS, row),
             r_class,
         ];
         for (j, (m, _)) in METRIC_COLUMNS.iter().enumerate() {
@@ -392,9 +473,11 @@ pub fn validate(
         }
         lines.push(line.join(","));
     }
-    let path = opts
-        .out
-        .join(format!("validation-shard{}.csv", opts.shard.index));
+    let path = opts.out.join(format!(
+        "{}{}.csv",
+        schema::VALIDATION_PREFIX,
+        opts.shard.index
+    ));
     write_text_atomic(&path, &(lines.join("\n") + "\n"))?;
     Ok(Validation {
         path,
@@ -409,11 +492,8 @@ pub fn validate(
 }
 
 fn write_text_atomic(path: &Path, text: &str) -> Result<(), SweepError> {
-    let tmp = crate::output::parquet::temp_path(path);
-    let io = |source| SweepError::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    Ok(crate::output::parquet::write_bytes_atomic(
+        path,
+        text.as_bytes(),
+    )?)
 }

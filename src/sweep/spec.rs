@@ -413,7 +413,24 @@ impl SweepSpec {
         };
         spec.check_base()?;
         spec.check_axis_values()?;
+        spec.check_phase_axis()?;
         Ok(spec)
+    }
+
+    /// Random phases replace every point's psi_init: a `psi_init` axis with them on
+    /// would be swept in name only.
+    fn check_phase_axis(&self) -> Result<(), SweepError> {
+        match self.axes.iter().position(|a| a.param == "psi_init") {
+            Some(i) if self.random_phases => Err(SweepError::Key {
+                file: self.file.clone(),
+                key: format!("axes[{i}] `psi_init`"),
+                message: "random initial phases (`random_phases = true`, the default with \
+                          repeats > 1) would replace every value of this axis: set \
+                          `random_phases = false` to sweep psi_init, or remove the axis"
+                    .into(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The base must be valid in every field that no axis replaces.

@@ -12,6 +12,7 @@ use crate::metrics::Class;
 use crate::output::parquet::TableBuilder;
 use crate::params::{LIST_PARAMS, SCALAR_PARAMS};
 use crate::sweep::dataset::{Column, Dataset};
+use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
 
 /// The two-sided 95 % normal quantile.
 pub const Z95: f64 = 1.959_963_984_540_054;
@@ -83,8 +84,8 @@ fn missing(dir: &Path, name: &str) -> OutputError {
 
 /// Rows of `ds` grouped by `combo` (in combination order).
 pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
-    let Some(Column::Num(combo)) = ds.column("combo") else {
-        return Err(missing(dir, "combo"));
+    let Some(Column::Num(combo)) = ds.column(COL_COMBO) else {
+        return Err(missing(dir, COL_COMBO));
     };
     let mut groups: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for (row, &c) in combo.iter().enumerate() {
@@ -96,13 +97,13 @@ pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize
 /// One row per parameter combination of the sweep dataset `ds` (read from `dir`).
 pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), OutputError> {
     let groups = rows_by_combo(ds, dir)?;
-    let Some(Column::Text(class)) = ds.column("class") else {
-        return Err(missing(dir, "class"));
+    let Some(Column::Text(class)) = ds.column(COL_CLASS) else {
+        return Err(missing(dir, COL_CLASS));
     };
     let first: Vec<usize> = groups.values().map(|r| r[0]).collect();
     let mut t = TableBuilder::default();
     t.push(
-        crate::output::parquet::field("combo", arrow_schema::DataType::UInt64, "1"),
+        crate::output::parquet::field(COL_COMBO, arrow_schema::DataType::UInt64, "1"),
         std::sync::Arc::new(arrow_array::UInt64Array::from(
             groups.keys().copied().collect::<Vec<_>>(),
         )),
@@ -112,7 +113,7 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
     let params = SCALAR_PARAMS
         .iter()
         .map(|s| (s.name, s.unit))
-        .chain([("n_actuated", "1"), ("level", "1")])
+        .chain([("n_actuated", "1"), (COL_LEVEL, "1")])
         .chain(
             LIST_PARAMS
                 .iter()
@@ -148,7 +149,7 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
         t.f64(&format!("{name}_hi"), "1", hi);
     }
     t.f64("ci_width_max", "1", widest);
-    if let Some(Column::Num(settled)) = ds.column("settled") {
+    if let Some(Column::Num(settled)) = ds.column(COL_SETTLED) {
         // Over the runs whose `settled` is known (null on backends without the sums).
         t.f64(
             "fraction_settled",

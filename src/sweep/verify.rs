@@ -1,24 +1,41 @@
-//! Checking a dataset before trusting it: every `*.parquet` file under the directory
-//! is decoded and compared with what a part of this sweep must be (schema, sweep hash,
-//! shard, point ids inside the plan and the shard, row count, value digest, no id
-//! twice). `--resume` counts only the points of parts that pass and moves the others to
-//! `DIR/quarantine/` with the reason; `metachron check` reports the same findings.
+//! Checking the parts of a dataset before trusting them. Only `shard=K/part-*.parquet`
+//! regular files are candidates ([`crate::sweep::dataset::tree`]); each is judged
+//! against what the dataset's manifest and sweep say a part must be: its bytes match
+//! its checksum file, then its schema, format version, sweep hash, shard (within the
+//! manifest's layout, in its own directory), backend, point ids (inside the plan and
+//! the shard, as recorded), row count and value digest; no id twice. `--resume`
+//! counts only the points of parts that pass and moves the others to
+//! `DIR/quarantine/` with the reason; `metachron check` and the readers report the
+//! same findings. Nothing else under DIR is ever moved or followed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use arrow_schema::SchemaRef;
 
 use crate::error::OutputError;
 use crate::output::parquet::read_parquet;
-use crate::sweep::dataset::{self as ds, QUARANTINE_DIR};
-use crate::sweep::Shard;
+use crate::sweep::dataset::{self as ds, Checksum, Stray};
+use crate::sweep::manifest::{self, Manifest};
+use crate::sweep::schema::{self, QUARANTINE_DIR};
+use crate::sweep::{Shard, SweepError};
 
 /// Why a file is not a trustworthy part.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Defect {
     #[error("unreadable: {0}")]
     Unreadable(String),
+    #[error("no checksum file beside it (`{0}`): not written whole by metachron sweep")]
+    NoChecksum(String),
+    #[error("its bytes do not match its checksum file ({0}): corrupted")]
+    Checksum(String),
+    #[error("written in dataset format {found}, the dataset's manifest says {expected}")]
+    Format { found: String, expected: u32 },
+    #[error("records shard {found}, but the dataset's manifest says {shards} shards")]
+    OtherLayout { found: Shard, shards: usize },
+    #[error("written with --backend {found}, the dataset's manifest says {expected}")]
+    OtherBackend { found: String, expected: String },
     #[error("not a part of a metachron dataset: {0}")]
     Schema(String),
     #[error("no `{0}` in its metadata (not written by metachron sweep)")]
@@ -45,6 +62,16 @@ pub enum Defect {
     Duplicate { id: u64, other: String },
 }
 
+impl Defect {
+    /// Whether the file is a part of another sweep, layout or backend.
+    pub fn is_foreign(&self) -> bool {
+        matches!(
+            self,
+            Defect::OtherSweep { .. } | Defect::OtherLayout { .. } | Defect::OtherBackend { .. }
+        )
+    }
+}
+
 /// What a part of this sweep must be.
 #[derive(Debug, Clone)]
 pub struct Expected {
@@ -52,6 +79,20 @@ pub struct Expected {
     /// Points in the plan (ids 0..points).
     pub points: u64,
     pub schema: SchemaRef,
+    /// The manifest's shard layout and backend (unchecked when `None`).
+    pub shards: Option<usize>,
+    pub backend: Option<String>,
+}
+
+impl Expected {
+    /// Add what the manifest fixes: the shard layout and the backend.
+    pub fn with_manifest(self, m: &Manifest) -> Expected {
+        Expected {
+            shards: Some(m.shards),
+            backend: Some(m.backend.clone()),
+            ..self
+        }
+    }
 }
 
 /// A part that passed, with what `check` reports about it.
@@ -68,8 +109,12 @@ pub struct GoodPart {
 /// The findings on one directory.
 #[derive(Debug, Default)]
 pub struct Scan {
+    /// The dataset's manifest (`None`: no dataset here yet).
+    pub manifest: Option<Manifest>,
     pub good: Vec<GoodPart>,
     pub bad: Vec<(PathBuf, Defect)>,
+    /// Everything under DIR that is not the dataset's (never moved, never followed).
+    pub strays: Vec<Stray>,
 }
 
 impl Scan {
@@ -99,32 +144,87 @@ fn parsed<T: std::str::FromStr>(
     })
 }
 
-/// Check one file on its own (duplicates across files are found by [`scan`]).
+/// The bytes of `path` against its checksum file: the checksum when they match.
+pub fn check_bytes(path: &Path) -> Result<Checksum, Defect> {
+    let sum_path = schema::checksum_path(path);
+    let sum_name = sum_path.display().to_string();
+    let text = match std::fs::symlink_metadata(&sum_path) {
+        Ok(m) if m.file_type().is_file() => {
+            std::fs::read_to_string(&sum_path).map_err(|e| Defect::Unreadable(e.to_string()))?
+        }
+        _ => return Err(Defect::NoChecksum(sum_name)),
+    };
+    let recorded = Checksum::parse(&text)
+        .ok_or_else(|| Defect::Checksum(format!("`{sum_name}` cannot be read")))?;
+    let bytes = std::fs::read(path).map_err(|e| Defect::Unreadable(e.to_string()))?;
+    let actual = Checksum::of(&bytes);
+    if actual.len != recorded.len {
+        return Err(Defect::Checksum(format!(
+            "{} bytes, the checksum file says {}",
+            actual.len, recorded.len
+        )));
+    }
+    if actual != recorded {
+        return Err(Defect::Checksum(format!(
+            "digest {:016x}, the checksum file says {:016x}",
+            actual.fnv1a64, recorded.fnv1a64
+        )));
+    }
+    Ok(actual)
+}
+
+/// Check one file on its own (duplicates across files are found by [`scan`]): its
+/// bytes first (a corrupted file is never decoded), then what it holds.
 pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
+    check_bytes(path)?;
     let (batches, m) = read_parquet(path).map_err(|e| Defect::Unreadable(e.to_string()))?;
     let schema = batches
         .first()
         .map(|b| b.schema())
         .unwrap_or_else(|| exp.schema.clone());
+    let format = meta(&m, schema::META_FORMAT)?;
+    if format != schema::FORMAT_VERSION.to_string() {
+        return Err(Defect::Format {
+            found: format.to_string(),
+            expected: schema::FORMAT_VERSION,
+        });
+    }
     if let Some(why) = ds::schema_mismatch(&schema, &exp.schema) {
         return Err(Defect::Schema(why));
     }
-    let hash = meta(&m, ds::META_SWEEP_HASH)?;
+    let hash = meta(&m, schema::META_SWEEP_HASH)?;
     if hash != exp.sweep_hash {
         return Err(Defect::OtherSweep {
             found: hash.to_string(),
             expected: exp.sweep_hash.clone(),
         });
     }
-    let shard_text = meta(&m, ds::META_SHARD)?;
+    let shard_text = meta(&m, schema::META_SHARD)?;
     let shard = Shard::parse(shard_text).map_err(|_| Defect::BadMetadata {
-        key: ds::META_SHARD,
+        key: schema::META_SHARD,
         value: shard_text.to_string(),
     })?;
-    let rows: usize = parsed(&m, ds::META_ROWS)?;
-    let first: u64 = parsed(&m, ds::META_FIRST_ID)?;
-    let last: u64 = parsed(&m, ds::META_LAST_ID)?;
-    let digest = meta(&m, ds::META_DIGEST)?;
+    if let Some(shards) = exp.shards.filter(|&n| n != shard.count) {
+        return Err(Defect::OtherLayout {
+            found: shard,
+            shards,
+        });
+    }
+    let backend = meta(&m, schema::META_BACKEND)?;
+    if let Some(expected) = &exp.backend {
+        // A gpu run falls back to the cpu engine without a usable adapter.
+        let fallback = expected == "gpu" && backend == "cpu";
+        if backend != expected && !fallback {
+            return Err(Defect::OtherBackend {
+                found: backend.to_string(),
+                expected: expected.clone(),
+            });
+        }
+    }
+    let rows: usize = parsed(&m, schema::META_ROWS)?;
+    let first: u64 = parsed(&m, schema::META_FIRST_ID)?;
+    let last: u64 = parsed(&m, schema::META_LAST_ID)?;
+    let digest = meta(&m, schema::META_DIGEST)?;
     let ids = ds::point_ids_of(&batches);
     if ids.len() != rows {
         return Err(Defect::RowCount {
@@ -159,36 +259,90 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
         }
     }
     // A part lives in its own shard's directory (one writer, one lock per shard).
-    if let Some(dir) = path
-        .parent()
-        .and_then(|d| d.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-    {
-        if dir != format!("shard={}", shard.index) {
-            return Err(Defect::WrongDirectory {
-                dir: dir.trim_start_matches("shard=").to_string(),
-                recorded: shard,
-            });
-        }
+    let dir = shard_dir_of(path);
+    if dir != Some(shard.index) {
+        return Err(Defect::WrongDirectory {
+            dir: dir.map_or_else(|| "?".into(), |k| k.to_string()),
+            recorded: shard,
+        });
     }
     let text = |k| m.get(k).cloned().unwrap_or_default();
     Ok(GoodPart {
         path: path.to_path_buf(),
         ids,
         shard,
-        version: text(ds::META_VERSION),
-        backend: text(ds::META_BACKEND),
-        adapter: text(ds::META_ADAPTER),
+        version: text(schema::META_VERSION),
+        backend: text(schema::META_BACKEND),
+        adapter: text(schema::META_ADAPTER),
     })
 }
 
-/// Check every `*.parquet` file under `dir` (quarantine excluded). Files are taken in
-/// name order; a file repeating an id of an earlier good file is bad.
-pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, OutputError> {
-    let mut s = Scan::default();
+/// The shard index of the `shard=K` directory a part is in.
+pub fn shard_dir_of(part: &Path) -> Option<usize> {
+    part.parent()
+        .and_then(|d| d.file_name())
+        .and_then(|n| schema::shard_of_dir_name(&n.to_string_lossy()))
+}
+
+/// The manifest of `dir` and what it fixes, or why there is no usable one: a
+/// directory holding parts without a manifest is a dataset of the format before
+/// manifests, refused with both versions named.
+pub fn manifest_of(dir: &Path) -> Result<Option<Manifest>, SweepError> {
+    if let Some(m) = Manifest::load(dir)? {
+        return Ok(Some(m));
+    }
+    let parts = ds::part_files(dir)?;
+    match parts.first() {
+        None => Ok(None),
+        Some(p) => Err(manifest::legacy_error(dir, manifest::version_of_part(p)).into()),
+    }
+}
+
+/// Check every candidate part of `dir` against `exp` and the dataset's manifest, and
+/// list what is not the dataset's. Files are taken in name order; a file repeating an
+/// id of an earlier good file is bad. A directory without a manifest and parts is
+/// empty; one whose manifest names another sweep is an error.
+pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, SweepError> {
+    scan_with(dir, exp, None)
+}
+
+/// [`scan`], trusting parts whose size, times and checksum file are as when `cache`
+/// recorded them good (readers' fast path; `check` and `--resume` read every byte).
+pub fn scan_with(
+    dir: &Path,
+    exp: &Expected,
+    mut cache: Option<&mut VerifyCache>,
+) -> Result<Scan, SweepError> {
+    let manifest = manifest_of(dir)?;
+    let exp = match &manifest {
+        Some(m) if m.sweep_hash != exp.sweep_hash => {
+            return Err(manifest::ManifestError::Mismatch {
+                dir: dir.display().to_string(),
+                field: "sweep file",
+                found: format!("`{}` (hash {})", m.sweep_name, m.sweep_hash),
+                expected: format!("hash {}", exp.sweep_hash),
+                advice: "check it against its own sweep file (or without --sweep)",
+            }
+            .into())
+        }
+        Some(m) => exp.clone().with_manifest(m),
+        None => exp.clone(),
+    };
+    let tree = ds::tree(dir)?;
+    let mut s = Scan {
+        manifest,
+        strays: tree.strays,
+        ..Scan::default()
+    };
     let mut owner: HashMap<u64, usize> = HashMap::new();
-    for path in ds::part_files(dir)? {
-        match check_part(&path, exp) {
+    for path in tree.parts {
+        let cached = cache.as_deref().and_then(|c| c.lookup(dir, &path));
+        let was_cached = cached.is_some();
+        let checked = match cached {
+            Some(part) => Ok(part),
+            None => check_part(&path, &exp),
+        };
+        match checked {
             Err(d) => s.bad.push((path, d)),
             Ok(part) => {
                 if let Some((id, &k)) = part
@@ -199,6 +353,11 @@ pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, OutputError> {
                     let other = s.good[k].path.display().to_string();
                     s.bad.push((path, Defect::Duplicate { id, other }));
                     continue;
+                }
+                if !was_cached {
+                    if let Some(c) = cache.as_deref_mut() {
+                        c.record(dir, &part);
+                    }
                 }
                 let k = s.good.len();
                 part.ids.iter().for_each(|&id| {
@@ -211,48 +370,206 @@ pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, OutputError> {
     Ok(s)
 }
 
-/// Move a bad file to `DIR/quarantine/` (its path below DIR flattened into the name,
-/// `.quarantined` appended) and write the reason beside it. Returns the new path. A file another process has
-/// already moved is not an error.
+/// Readers' record of parts found good, keyed by their path below DIR with the
+/// part's and its checksum file's size, modification and change times and inode: a
+/// part rewritten, touched or replaced since is checked again in full. Kept in
+/// `DIR/.verified.json` when DIR is writable (a cache: losing it costs time only).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct VerifyCache {
+    sweep_hash: String,
+    format_version: u32,
+    parts: HashMap<String, CachedPart>,
+    #[serde(skip)]
+    changed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct CachedPart {
+    stamp: Vec<i64>,
+    ids: Vec<(u64, u64)>,
+    shard: String,
+    version: String,
+    backend: String,
+    adapter: String,
+}
+
+/// Size, mtime, ctime (ns) and inode of a file and of its checksum file.
+fn stamp(part: &Path) -> Option<Vec<i64>> {
+    use std::os::unix::fs::MetadataExt;
+    let one = |p: &Path| {
+        let m = std::fs::symlink_metadata(p).ok()?;
+        m.file_type().is_file().then(|| {
+            [
+                m.len() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+                m.ino() as i64,
+            ]
+        })
+    };
+    let mut v = one(part)?.to_vec();
+    v.extend(one(&schema::checksum_path(part))?);
+    Some(v)
+}
+
+fn rel_key(dir: &Path, part: &Path) -> String {
+    part.strip_prefix(dir)
+        .unwrap_or(part)
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl VerifyCache {
+    /// The cache of `dir` for this manifest (empty when absent or another dataset's).
+    pub fn load(dir: &Path, m: &Manifest) -> VerifyCache {
+        let fresh = VerifyCache {
+            sweep_hash: m.sweep_hash.clone(),
+            format_version: m.format_version,
+            ..VerifyCache::default()
+        };
+        let path = dir.join(schema::VERIFY_CACHE);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return fresh;
+        };
+        if !meta.file_type().is_file() {
+            return fresh;
+        }
+        match std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<VerifyCache>(&t).ok())
+        {
+            Some(c) if c.sweep_hash == m.sweep_hash && c.format_version == m.format_version => c,
+            _ => fresh,
+        }
+    }
+
+    fn lookup(&self, dir: &Path, part: &Path) -> Option<GoodPart> {
+        let c = self.parts.get(&rel_key(dir, part))?;
+        if stamp(part)? != c.stamp {
+            return None;
+        }
+        Some(GoodPart {
+            path: part.to_path_buf(),
+            ids: c.ids.iter().flat_map(|&(a, b)| a..=b).collect(),
+            shard: Shard::parse(&c.shard).ok()?,
+            version: c.version.clone(),
+            backend: c.backend.clone(),
+            adapter: c.adapter.clone(),
+        })
+    }
+
+    fn record(&mut self, dir: &Path, part: &GoodPart) {
+        let Some(stamp) = stamp(&part.path) else {
+            return;
+        };
+        let mut ids = part.ids.clone();
+        ids.sort_unstable();
+        self.parts.insert(
+            rel_key(dir, &part.path),
+            CachedPart {
+                stamp,
+                ids: ranges(&ids),
+                shard: part.shard.to_string(),
+                version: part.version.clone(),
+                backend: part.backend.clone(),
+                adapter: part.adapter.clone(),
+            },
+        );
+        self.changed = true;
+    }
+
+    /// Write the cache back if it learned something (best effort: a read-only dataset
+    /// is read without it).
+    pub fn save(&self, dir: &Path) {
+        if !self.changed {
+            return;
+        }
+        if let Ok(text) = serde_json::to_string(self) {
+            let _ = crate::output::parquet::write_bytes_atomic(
+                &dir.join(schema::VERIFY_CACHE),
+                text.as_bytes(),
+            );
+        }
+    }
+}
+
+/// Move a bad part (and its checksum file) to `DIR/quarantine/` (its path below DIR
+/// flattened into the name, `.quarantined` appended) and write the reason beside it.
+/// Returns the new path. Only a file below DIR is ever moved, into a real directory
+/// (never through a link); a file another process has already moved is not an error.
 pub fn quarantine(dir: &Path, file: &Path, defect: &Defect) -> Result<PathBuf, OutputError> {
     let qdir = dir.join(QUARANTINE_DIR);
     let io = |path: &Path| {
         let path = path.display().to_string();
         move |source| OutputError::Io { path, source }
     };
-    std::fs::create_dir_all(&qdir).map_err(io(&qdir))?;
-    let rel = file.strip_prefix(dir).unwrap_or(file);
-    let flat = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join("__");
+    let Ok(rel) = file.strip_prefix(dir) else {
+        return Err(OutputError::Invalid {
+            path: file.display().to_string(),
+            message: format!("not below {}: never moved", dir.display()),
+        });
+    };
+    match std::fs::symlink_metadata(&qdir) {
+        Ok(m) if !m.file_type().is_dir() => {
+            return Err(OutputError::Invalid {
+                path: qdir.display().to_string(),
+                message: "is not a directory (a link is never followed): nothing moved".into(),
+            })
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir(&qdir).map_err(io(&qdir))?,
+    }
+    let mut flat = OsString::new();
+    for (i, c) in rel.components().enumerate() {
+        if i > 0 {
+            flat.push("__");
+        }
+        flat.push(c.as_os_str());
+    }
     // Not `*.parquet` any more: `DIR/**/*.parquet` globs (DuckDB, polars) skip it.
-    let flat = format!("{flat}.quarantined");
+    flat.push(".quarantined");
     let target = qdir.join(&flat);
     match std::fs::rename(file, &target) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(target),
         Err(e) => return Err(io(file)(e)),
     }
-    let note = qdir.join(format!("{flat}.reason.txt"));
+    let sum = schema::checksum_path(file);
+    if std::fs::symlink_metadata(&sum).is_ok_and(|m| m.file_type().is_file()) {
+        let _ = std::fs::rename(&sum, schema::checksum_path(&target));
+    }
+    let note = reason_path(&target);
     std::fs::write(&note, format!("{}: {defect}\n", rel.display())).map_err(io(&note))?;
     Ok(target)
+}
+
+/// Where the reason of a quarantined file is written (byte-exact, any file name).
+fn reason_path(quarantined: &Path) -> PathBuf {
+    let mut name = quarantined.as_os_str().to_os_string();
+    name.push(".reason.txt");
+    PathBuf::from(name)
 }
 
 /// Files in `DIR/quarantine/` with their recorded reasons.
 pub fn quarantined(dir: &Path) -> Vec<(PathBuf, String)> {
     let qdir = dir.join(QUARANTINE_DIR);
+    if !std::fs::symlink_metadata(&qdir).is_ok_and(|m| m.file_type().is_dir()) {
+        return Vec::new();
+    }
     let Ok(entries) = std::fs::read_dir(&qdir) else {
         return Vec::new();
     };
     let mut out: Vec<(PathBuf, String)> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| !p.to_string_lossy().ends_with(".reason.txt"))
+        .filter(|p| {
+            let n = p.as_os_str().as_encoded_bytes();
+            !n.ends_with(b".reason.txt") && !n.ends_with(schema::CHECKSUM_EXT.as_bytes())
+        })
         .map(|p| {
-            let note = PathBuf::from(format!("{}.reason.txt", p.display()));
-            let why = std::fs::read_to_string(note)
+            let why = std::fs::read_to_string(reason_path(&p))
                 .map(|t| t.trim().to_string())
                 .unwrap_or_else(|_| "no reason recorded".into());
             (p, why)
@@ -272,93 +589,4 @@ pub fn ranges(ids: &[u64]) -> Vec<(u64, u64)> {
         }
     }
     out
-}
-
-/// A dataset's health, as `metachron check` reports it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Health {
-    pub dir: String,
-    pub sweep_name: String,
-    pub sweep_hash: String,
-    pub points: u64,
-    pub shards: Vec<String>,
-    pub good_parts: usize,
-    pub rows: usize,
-    /// Missing ids as inclusive ranges.
-    pub missing: Vec<(u64, u64)>,
-    pub missing_count: u64,
-    /// Files under DIR that are not trustworthy parts, with the reason.
-    pub bad_files: Vec<(String, String)>,
-    pub quarantined: Vec<(String, String)>,
-    /// (version, backend, adapter) -> parts and rows they wrote.
-    pub writers: Vec<Writer>,
-    pub complete: bool,
-    pub clean: bool,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Writer {
-    pub version: String,
-    pub backend: String,
-    pub adapter: String,
-    pub parts: usize,
-    pub rows: usize,
-}
-
-/// Summarise a scan: which ids of 0..points are missing, who wrote what.
-pub fn health(dir: &Path, name: &str, exp: &Expected, scan: &Scan) -> Health {
-    let mut present = vec![false; exp.points as usize];
-    let mut writers: BTreeMap<(String, String, String), (usize, usize)> = BTreeMap::new();
-    let mut shards: Vec<String> = Vec::new();
-    for p in &scan.good {
-        for &id in &p.ids {
-            present[id as usize] = true;
-        }
-        let w = writers
-            .entry((p.version.clone(), p.backend.clone(), p.adapter.clone()))
-            .or_default();
-        w.0 += 1;
-        w.1 += p.ids.len();
-        let s = p.shard.to_string();
-        if !shards.contains(&s) {
-            shards.push(s);
-        }
-    }
-    shards.sort();
-    let missing_ids: Vec<u64> = (0..exp.points).filter(|&i| !present[i as usize]).collect();
-    let quarantined: Vec<(String, String)> = quarantined(dir)
-        .into_iter()
-        .map(|(p, w)| (p.display().to_string(), w))
-        .collect();
-    let complete = missing_ids.is_empty();
-    let clean = scan.bad.is_empty() && quarantined.is_empty();
-    Health {
-        dir: dir.display().to_string(),
-        sweep_name: name.to_string(),
-        sweep_hash: exp.sweep_hash.clone(),
-        points: exp.points,
-        shards,
-        good_parts: scan.good.len(),
-        rows: scan.good.iter().map(|p| p.ids.len()).sum(),
-        missing: ranges(&missing_ids),
-        missing_count: missing_ids.len() as u64,
-        bad_files: scan
-            .bad
-            .iter()
-            .map(|(p, d)| (p.display().to_string(), d.to_string()))
-            .collect(),
-        quarantined,
-        writers: writers
-            .into_iter()
-            .map(|((version, backend, adapter), (parts, rows))| Writer {
-                version,
-                backend,
-                adapter,
-                parts,
-                rows,
-            })
-            .collect(),
-        complete,
-        clean,
-    }
 }

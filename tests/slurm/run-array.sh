@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# A real Slurm cluster on this machine (issue 10, item 8): installs Debian's slurm-wlm
-# and munge if missing, starts a one-node cluster (munged, slurmctld, slurmd), submits
+# A real Slurm cluster on this machine: installs Debian's slurm-wlm and munge if
+# missing, starts a one-node cluster (munged, slurmctld, slurmd), submits
 # sweeps/slurm-array.sbatch as a 3-task array over a small sweep, cancels one task
-# mid-run (scancel) and resubmits it with --resume, and passes only when
-# `metachron check` says the dataset is complete and clean. Stops every daemon it
-# started. Needs root (daemons, packages); uses the release binary.
+# mid-run (scancel) and resubmits it with --resume, and requires `metachron check` to
+# say the dataset is complete and clean. Then runs a [refine] sweep over a 3-task array,
+# resubmitted (resuming) while levels remain, and passes only when `metachron check`
+# passes on the refined dataset too. Stops every daemon it started. Needs root
+# (daemons, packages); uses the release binary.
 #
 #   tests/slurm/run-array.sh
 set -euo pipefail
@@ -122,10 +124,13 @@ OUT="$WORK/dataset"
 export PATH="$BIN_DIR:$PATH"
 # One CPU per task so all three run at once on the 2-CPU node... two at once, and the
 # third when one ends: either way, every task is its own shard.
-submit() {
+submit_to() {
+    local sweep=$1 out=$2
+    shift 2
     sbatch --parsable --cpus-per-task=1 --time=00:10:00 --output="$WORK/log/task-%A_%a.log" \
-        "$@" sweeps/slurm-array.sbatch "$SWEEP" "$OUT"
+        "$@" sweeps/slurm-array.sbatch "$sweep" "$out"
 }
+submit() { submit_to "$SWEEP" "$OUT" "$@"; }
 export METACHRON_BATCH=1
 JOB=$(submit --array=0-2)
 say "submitted array job $JOB (3 tasks)"
@@ -162,14 +167,60 @@ RESUB=$(METACHRON_SHARDS=3 submit --array=1)
 say "resubmitted task 1 as job $RESUB"
 wait_job "$RESUB"
 
-for f in "$WORK"/log/task-*.log; do
-    if grep -q "^error" "$f"; then
-        cat "$f"
-        fail "a task reported an error ($f)"
-    fi
-done
+check_logs() {
+    for f in "$WORK"/log/task-*.log; do
+        if grep -q "^error" "$f"; then
+            cat "$f"
+            fail "a task reported an error ($f)"
+        fi
+    done
+}
+check_logs
 if ! metachron check "$OUT"; then
     fail "metachron check: dataset not complete and clean"
 fi
+say "plain sweep: 3-task array, one task cancelled and resumed, dataset complete and clean"
+
+# --- a [refine] sweep over the array. A shard that has written its part of a level
+# waits for the other shards' rows (its task ends); resubmitting the array (every task
+# resumes) plans the next level from them. `metachron check` plans the dataset from its
+# rows as the runner does: it passes only once every level is written.
+REFINED="$WORK/refined.toml"
+cat >"$REFINED" <<'EOF'
+name = "slurm-refine-ci"
+[base]
+n_legs = 3
+n_nodes = 3
+t_final = 1.0
+actuated = "first"
+[[axes]]
+param = "alpha"
+logspace = { start = 10.0, stop = 10000.0, num = 3 }
+[[axes]]
+param = "beta"
+logspace = { start = 10.0, stop = 10000.0, num = 3 }
+[refine]
+by = "lag_order"
+threshold = 0.15
+max_level = 2
+max_points = 60
+EOF
+ROUT="$WORK/refined"
+finished=no
+for round in 1 2 3 4 5 6 7 8; do
+    RJOB=$(submit_to "$REFINED" "$ROUT" --array=0-2)
+    wait_job "$RJOB"
+    check_logs
+    if metachron check "$ROUT" >/dev/null; then
+        finished=yes
+        say "refined sweep: every level written after $round array submission(s)"
+        break
+    fi
+    say "refined sweep, after submission $round: $( (metachron check "$ROUT" || true) | grep -E 'NOT FINISHED|missing' | head -1 | sed 's/^ *//')"
+done
+[ "$finished" = yes ] || fail "the refined sweep did not finish in 8 array submissions"
+if ! metachron check "$ROUT"; then
+    fail "metachron check: refined dataset not complete and clean"
+fi
 PASSED=yes
-say "PASS: 3-task array, one task cancelled and resumed, dataset complete and clean"
+say "PASS: 3-task array, one task cancelled and resumed, and a [refine] sweep: metachron check passes on both"
