@@ -45,7 +45,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = cli::pipe::guard(|| run(cli.command));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", message(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Devices => cli::gpu::devices(),
         Command::Sweep(args) => cli::sweep::run(args),
@@ -53,12 +64,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::Check(args) => cli::check::run(args),
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "metachron",
-                &mut std::io::stdout(),
-            );
+            // Generated into memory, then written: a failed write is an error returned
+            // here (clap_complete would panic on it).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "metachron", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man => clap_mangen::Man::new(Cli::command())
@@ -66,13 +76,6 @@ fn main() -> ExitCode {
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::from),
         Command::Summarize(args) => cli::summarize::run(args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {}", message(&e));
-            ExitCode::from(2)
-        }
     }
 }
 

@@ -3,6 +3,7 @@ pub mod bench;
 pub mod check;
 pub mod gpu;
 pub mod map;
+pub mod pipe;
 pub mod simulate;
 pub mod summarize;
 pub mod sweep;

@@ -1,6 +1,7 @@
 //! Outputs: Parquet tables, PNG pictures and maps (the sweep dataset format lives in
 //! [`crate::sweep::dataset`]).
 
+pub mod animate;
 pub mod bench;
 pub mod map;
 pub mod parquet;
