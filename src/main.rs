@@ -27,6 +27,9 @@ enum Command {
     Map(cli::map::MapArgs),
     /// One row per parameter combination: class fractions with Wilson 95 % intervals.
     Summarize(cli::summarize::SummarizeArgs),
+    /// Run one row of a sweep dataset again (its own parameters, the dataset's settings)
+    /// and write what `simulate` writes: time series, metrics, snapshots, animation.
+    Replay(cli::replay::ReplayArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
     /// Measure robot-seconds per wall-second of every engine on this machine.
@@ -76,6 +79,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::from),
         Command::Summarize(args) => cli::summarize::run(args),
+        Command::Replay(args) => cli::replay::run(args),
     }
 }
 

@@ -4,6 +4,7 @@ pub mod check;
 pub mod gpu;
 pub mod map;
 pub mod pipe;
+pub mod replay;
 pub mod simulate;
 pub mod summarize;
 pub mod sweep;

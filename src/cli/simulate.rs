@@ -57,36 +57,36 @@ pub struct SimulateArgs {
 }
 
 /// What a run writes besides its printed summary (`simulate` and `replay` alike).
-#[derive(Args, Debug, Default)]
+#[derive(Args, Debug)]
 pub struct OutputArgs {
     /// Time-series Parquet file (wide: one row per sample).
     #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
+    pub out: Option<PathBuf>,
     /// One-row Parquet file with every parameter and metric.
     #[arg(long, value_name = "FILE")]
-    metrics: Option<PathBuf>,
+    pub metrics: Option<PathBuf>,
     /// Directory for PNG snapshots of the robot and the basal-angle plot.
     #[arg(long, value_name = "DIR")]
-    snapshots: Option<PathBuf>,
+    pub snapshots: Option<PathBuf>,
     /// Snapshot times in seconds (default: 0, t_f/5, ..., t_f).
     #[arg(long, value_delimiter = ',', value_name = "T,T,...")]
-    snapshot_times: Vec<f64>,
+    pub snapshot_times: Vec<f64>,
     /// Animated GIF of the run, drawn as the snapshots are (cpu and reference backends).
     #[arg(long, value_name = "FILE.gif")]
-    animate: Option<PathBuf>,
+    pub animate: Option<PathBuf>,
     /// Frames per second of --animate.
     #[arg(long, value_name = "FPS", default_value_t = animate::DEFAULT_FPS)]
-    animate_fps: u32,
+    pub animate_fps: u32,
     /// Playback length of --animate in seconds (default: the run in real time, at most
     /// 10 s; longer runs play faster).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    animate_duration: Option<f64>,
+    pub animate_duration: Option<f64>,
     /// Frame width of --animate in pixels.
     #[arg(long, value_name = "PIXELS", default_value_t = animate::DEFAULT_WIDTH)]
-    animate_width: u32,
+    pub animate_width: u32,
     /// No progress bar.
     #[arg(long)]
-    quiet: bool,
+    pub quiet: bool,
 }
 
 /// The checked plan of a run and its outputs (`simulate`, `replay`).

@@ -1,13 +1,14 @@
 //! Sweeps: a sweep file (a base parameter set plus axes) becomes a plan of points
 //! with stable ids, run in chunks whose results are written as the part files of one
 //! Parquet dataset ([`dataset`]), checked before it is trusted ([`verify`]) and
-//! written by one process per shard ([`lock`]).
+//! written by one process per shard ([`lock`]); any row can be run again ([`replay`]).
 
 pub mod adaptive;
 pub mod dataset;
 pub mod lock;
 pub mod plan;
 pub mod refine;
+pub mod replay;
 pub mod rng;
 pub mod run;
 pub mod spec;
