@@ -30,6 +30,9 @@ enum Command {
     /// Run one row of a sweep dataset again (its own parameters, the dataset's settings)
     /// and write what `simulate` writes: time series, metrics, snapshots, animation.
     Replay(cli::replay::ReplayArgs),
+    /// Write one static HTML page for a sweep dataset: its settings and health, maps,
+    /// class fractions, and an animated exemplar of every class.
+    Report(cli::report::ReportArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
     /// Measure robot-seconds per wall-second of every engine on this machine.
@@ -80,6 +83,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             .map_err(anyhow::Error::from),
         Command::Summarize(args) => cli::summarize::run(args),
         Command::Replay(args) => cli::replay::run(args),
+        Command::Report(args) => cli::report::run(args),
     }
 }
 

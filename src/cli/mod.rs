@@ -5,6 +5,7 @@ pub mod gpu;
 pub mod map;
 pub mod pipe;
 pub mod replay;
+pub mod report;
 pub mod simulate;
 pub mod summarize;
 pub mod sweep;

@@ -10,7 +10,7 @@ use clap::Args;
 
 use metachron::simulate::{Backend, PointResult};
 use metachron::sweep::dataset::read_dataset;
-use metachron::sweep::replay::{find_row, Replay, RowSelector};
+use metachron::sweep::replay::{find_row, Difference, Replay, RowSelector};
 
 use super::simulate::{execute, plan_outputs, OutputArgs};
 
@@ -56,6 +56,25 @@ pub fn prepare(dir: &Path, sel: RowSelector, backend: Option<Backend>) -> Result
         .with_context(|| format!("replaying from {}", dir.display()))?)
 }
 
+/// Run `replay` with `outputs` (`print`: the run's summary and outputs as `simulate`
+/// prints them); returns the result and where it differs from the row.
+pub fn execute_replay(
+    dir: &Path,
+    replay: &Replay,
+    outputs: OutputArgs,
+    print: bool,
+) -> Result<(PointResult, Vec<Difference>)> {
+    let mut plan = plan_outputs(replay.cfg.clone(), replay.backend, outputs)?;
+    plan.print = print;
+    plan.extra_metadata.push((
+        "metachron.replay_of".into(),
+        format!("{} point {}", dir.display(), replay.point_id),
+    ));
+    let result = execute(&plan)?;
+    let diffs = replay.differences(&result.metrics);
+    Ok((result, diffs))
+}
+
 /// Run `replay` with `outputs`, printing what `simulate` prints and how the metrics
 /// compare with the row. Returns the result and whether it equals the row bit for bit.
 pub fn run_replay(dir: &Path, replay: &Replay, outputs: OutputArgs) -> Result<(PointResult, bool)> {
@@ -73,13 +92,7 @@ pub fn run_replay(dir: &Path, replay: &Replay, outputs: OutputArgs) -> Result<(P
     for n in &replay.notes {
         println!("note: {n}");
     }
-    let mut plan = plan_outputs(replay.cfg.clone(), replay.backend, outputs)?;
-    plan.extra_metadata.push((
-        "metachron.replay_of".into(),
-        format!("{} point {}", dir.display(), replay.point_id),
-    ));
-    let result = execute(&plan)?;
-    let diffs = replay.differences(&result.metrics);
+    let (result, diffs) = execute_replay(dir, replay, outputs, true)?;
     if diffs.is_empty() {
         println!(
             "against the dataset row: every metric, the status and the class are equal bit for bit"

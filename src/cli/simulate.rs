@@ -102,6 +102,8 @@ pub(super) struct Plan {
     pub quiet: bool,
     /// File metadata added to the Parquet outputs (a replay names its row).
     pub extra_metadata: Vec<(String, String)>,
+    /// Print the run's summary and where each output went (off where a caller reports).
+    pub print: bool,
 }
 
 fn plan(a: SimulateArgs) -> Result<Plan> {
@@ -191,6 +193,7 @@ pub(super) fn plan_outputs(cfg: RunConfig, backend: Backend, o: OutputArgs) -> R
         animation,
         quiet: o.quiet,
         extra_metadata: Vec::new(),
+        print: true,
     })
 }
 
@@ -338,7 +341,9 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
         return Err(e).context("--animate");
     }
 
-    print_summary(plan, &result);
+    if plan.print {
+        print_summary(plan, &result);
+    }
     let mut meta = file_metadata(plan, &result);
     meta.extend(plan.extra_metadata.iter().cloned());
     if let (Some(w), Some(path)) = (series, &plan.out) {
@@ -354,13 +359,17 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
             ),
         ];
         let rows = w.finish(&end_meta)?;
-        println!("time series  -> {} ({rows} samples)", path.display());
+        if plan.print {
+            println!("time series  -> {} ({rows} samples)", path.display());
+        }
     }
     if let (Some(pending), Some(path)) = (metrics_file, &plan.metrics) {
         drop(pending);
         let batch = parquet::metrics_batch(&cfg.params, &result.metrics, result.backend.label())?;
         parquet::write_atomic(path, &batch, &meta)?;
-        println!("metrics      -> {}", path.display());
+        if plan.print {
+            println!("metrics      -> {}", path.display());
+        }
     }
     if let Some(dir) = &plan.snapshots {
         let robot = Robot::new(&cfg.params);
@@ -370,22 +379,26 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
             .map(|i| cfg.params.initial_angle(i))
             .collect();
         plots::basal_angles(&result.samples, &start, &angles)?;
-        println!(
-            "pictures     -> {} ({} snapshots + basal_angles.png)",
-            dir.display(),
-            files.len()
-        );
+        if plan.print {
+            println!(
+                "pictures     -> {} ({} snapshots + basal_angles.png)",
+                dir.display(),
+                files.len()
+            );
+        }
     }
     if let Some(a) = animator {
         let clip = a.finish(&result.metrics).context("--animate")?;
-        println!(
-            "animation    -> {} ({} frames, {:.1} s at {:.2}x, {:.1} MB)",
-            clip.path.display(),
-            clip.frames,
-            clip.seconds,
-            clip.speed,
-            clip.bytes as f64 / 1e6
-        );
+        if plan.print {
+            println!(
+                "animation    -> {} ({} frames, {:.1} s at {:.2}x, {:.1} MB)",
+                clip.path.display(),
+                clip.frames,
+                clip.seconds,
+                clip.speed,
+                clip.bytes as f64 / 1e6
+            );
+        }
     }
     Ok(result)
 }

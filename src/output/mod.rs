@@ -1,4 +1,4 @@
-//! Outputs: Parquet tables, PNG pictures and maps (the sweep dataset format lives in
+//! Outputs: Parquet tables, PNG pictures and maps, GIF animations, the HTML report (the sweep dataset format lives in
 //! [`crate::sweep::dataset`]).
 
 pub mod animate;
@@ -6,3 +6,4 @@ pub mod bench;
 pub mod map;
 pub mod parquet;
 pub mod plots;
+pub mod report;
