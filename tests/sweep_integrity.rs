@@ -1,4 +1,4 @@
-//! A dataset is checked before it is trusted (issue 10, Found 1-3): a foreign Parquet
+//! A dataset is checked before it is trusted: a foreign Parquet
 //! file, a corrupted part and a second writer are each caught; `--resume` runs again
 //! exactly the points it cannot trust and `metachron check` says what it found.
 
@@ -91,7 +91,7 @@ fn check(dir: &Path) -> (i32, String) {
     (o.status.code().unwrap_or(-1), text)
 }
 
-/// Found 1: 20 of 40 points plus a small foreign file (what DuckDB's
+/// A foreign file: 20 of 40 points plus a small foreign file (what DuckDB's
 /// `COPY (SELECT point_id, class FROM ...) TO 'DIR/summary.parquet'` writes).
 /// Before: `--resume` counted 40 written and `map` panicked.
 #[test]
@@ -159,7 +159,7 @@ fn find_f64(bytes: &[u8], x: f64) -> Vec<usize> {
         .collect()
 }
 
-/// Found 2: a flipped bit inside a part's data pages. Before: a changed value was
+/// A corrupted part: a flipped bit inside a part's data pages. Before: a changed value was
 /// accepted silently (or an id became 94553705021451 and the sweep ended with 41 rows).
 #[test]
 fn a_corrupted_part_is_caught_and_only_its_points_run_again() {
@@ -219,7 +219,7 @@ fn a_corrupted_part_is_caught_and_only_its_points_run_again() {
     assert_eq!(num(&after, "mean_frequency", id).to_bits(), value.to_bits());
 }
 
-/// Found 3: two writers on one dataset. Before: both exited 0 with 72 rows for 40
+/// A second writer: two writers on one dataset. Before: both exited 0 with 72 rows for 40
 /// points, and a `--resume` beside a running sweep deleted its in-flight temporary.
 #[test]
 fn a_second_writer_fails_at_once_naming_the_holder_and_touches_nothing() {

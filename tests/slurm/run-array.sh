@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real Slurm cluster on this machine (issue 10, item 8): installs Debian's slurm-wlm
+# A real Slurm cluster on this machine: installs Debian's slurm-wlm
 # and munge if missing, starts a one-node cluster (munged, slurmctld, slurmd), submits
 # sweeps/slurm-array.sbatch as a 3-task array over a small sweep, cancels one task
 # mid-run (scancel) and resubmits it with --resume, and passes only when
