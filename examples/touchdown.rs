@@ -4,13 +4,13 @@
 //! max |V|/ℓ over the run and the body's displacement, with the paper's couplings and
 //! with α = β = 50 N/m.
 //!
-//! `cargo run --release --example touchdown` (about two minutes: the reference dominates)
+//! `cargo run --release --example touchdown` (minutes: the two 20-s reference runs dominate)
 //!
 //! Printed on the 2-core machine of docs/integrators.md (2026-12-03):
 //!
 //! ```text
-//! leg 1 driven                     reference  8.25e-8  0.765995 m | cpu  8.26e-8  0.766061 m
-//! leg 1 driven, alpha = beta = 50  reference  5.97e-8  0.460856 m | cpu  4.55e-8  0.460826 m
+//! leg 1 driven                     reference   8.25e-8  0.765995 m | cpu   8.26e-8  0.766061 m
+//! leg 1 driven, alpha = beta = 50  reference   5.97e-8  0.460856 m | cpu   4.55e-8  0.460826 m
 //! ```
 
 use metachron::batch::run_point;

@@ -52,8 +52,7 @@ pub fn prepare(dir: &Path, sel: RowSelector, backend: Option<Backend>) -> Result
         bail!("{}: no rows (no *.parquet part files)", dir.display());
     }
     let row = find_row(&ds, sel)?;
-    Ok(Replay::of_row(&ds, row, backend)
-        .with_context(|| format!("replaying from {}", dir.display()))?)
+    Replay::of_row(&ds, row, backend).with_context(|| format!("replaying from {}", dir.display()))
 }
 
 /// Run `replay` with `outputs` (`print`: the run's summary and outputs as `simulate`

@@ -233,9 +233,9 @@ window.addEventListener('load', function () {
 ";
 
 fn figure(html: &mut String, f: &Figure) -> Result<(), OutputError> {
-    let _ = write!(
+    let _ = writeln!(
         html,
-        "<figure><img src=\"{}\" alt=\"{}\"><figcaption><b>{}</b> {}</figcaption></figure>\n",
+        "<figure><img src=\"{}\" alt=\"{}\"><figcaption><b>{}</b> {}</figcaption></figure>",
         data_uri(&f.path)?,
         escape(&f.title),
         escape(&f.title),
