@@ -27,6 +27,12 @@ enum Command {
     Map(cli::map::MapArgs),
     /// One row per parameter combination: class fractions with Wilson 95 % intervals.
     Summarize(cli::summarize::SummarizeArgs),
+    /// Run one row of a sweep dataset again (its own parameters, the dataset's settings)
+    /// and write what `simulate` writes: time series, metrics, snapshots, animation.
+    Replay(cli::replay::ReplayArgs),
+    /// Write one static HTML page for a sweep dataset: its settings and health, maps,
+    /// class fractions, and an animated exemplar of every class.
+    Report(cli::report::ReportArgs),
     /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
     Devices,
     /// Measure robot-seconds per wall-second of every engine on this machine.
@@ -67,7 +73,18 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    let result = match cli.command {
+    let result = cli::pipe::guard(|| run(cli.command));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", message(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Devices => cli::gpu::devices(),
         Command::Sweep(args) => cli::sweep::run(args),
@@ -75,12 +92,11 @@ fn main() -> ExitCode {
         Command::Bench(args) => cli::bench::run(args),
         Command::Check(args) => cli::check::run(args),
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "metachron",
-                &mut std::io::stdout(),
-            );
+            // Generated into memory, then written: a failed write is an error returned
+            // here (clap_complete would panic on it).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "metachron", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Man => clap_mangen::Man::new(Cli::command())
@@ -88,13 +104,8 @@ fn main() -> ExitCode {
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::from),
         Command::Summarize(args) => cli::summarize::run(args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {}", message(&e));
-            ExitCode::from(2)
-        }
+        Command::Replay(args) => cli::replay::run(args),
+        Command::Report(args) => cli::report::run(args),
     }
 }
 

@@ -91,7 +91,7 @@ fn refine_done(spec: &SweepSpec, o: &RunOptions) -> Vec<metachron::sweep::refine
 
 #[test]
 fn a_robot_without_servos_is_still() {
-    // The new user's case of issue 11: no servo; once the legs have settled under
+    // A robot without servos: once the legs have settled under
     // gravity (the first seconds) they stand at rest, and this read `synchronous`.
     // The paper's robot (9 legs x 5 nodes), 20 s, like the minimal-actuation map.
     let mut cfg = RunConfig::default();

@@ -1,4 +1,4 @@
-//! Contact events of the reference (issue 9): the locator finds analytic crossing times,
+//! Contact events of the reference: the locator finds analytic crossing times,
 //! the hysteresis band holds a contact until its gap falls to −δ, and the grazing point
 //! that used to stall runs through and agrees with the fixed-step engine.
 
@@ -136,7 +136,7 @@ fn grazing_point() -> RunConfig {
     cfg
 }
 
-/// The point of issue 9: passive leg 4's tip grazes the terrain near t = 5.8 s (it
+/// The grazing point: passive leg 4's tip grazes the terrain near t = 5.8 s (it
 /// crossed X_t 34 times within 0.3 s on the cpu engine) and the reference used to stop
 /// there with `solver_failed`. About 70 s of one core.
 #[test]

@@ -193,7 +193,7 @@ fn completions_and_man_page_cover_the_subcommands() {
 }
 
 /// sweeps/slurm-array.sbatch finds the binary through METACHRON or PATH, and says
-/// how to provide it when neither works (the reliability issue's Slurm test runs it
+/// how to provide it when neither works (tests/slurm/run-array.sh runs it
 /// under a scheduler; here it runs as a plain script, one array task).
 #[test]
 fn the_sbatch_script_finds_the_binary_or_says_how() {

@@ -1,4 +1,4 @@
-//! GPU faults degrade, never lose work (issue 10, item 9), on a real adapter (lavapipe
+//! GPU faults degrade, never lose work, on a real adapter (lavapipe
 //! in CI): with buffer limits forced far below one instance, every chunk fails on the
 //! device, is split, and runs on the cpu engine with a notice; the dataset is complete,
 //! each row says `cpu`, and the rows equal a cpu sweep's.

@@ -19,7 +19,7 @@
 //!
 //! Every command must exit 0 (or the code its comment names, `exit 1`), print no
 //! `error:` line on stderr unless it is expected to fail, and create the files it names
-//! with --out, --metrics and --snapshots.
+//! with --out, --metrics, --snapshots and --animate.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -292,7 +292,7 @@ fn expected_code(comment: &str) -> i32 {
 /// Paths the command says it writes.
 fn named_outputs(args: &[String]) -> Vec<PathBuf> {
     args.windows(2)
-        .filter(|p| ["--out", "--metrics", "--snapshots"].contains(&p[0].as_str()))
+        .filter(|p| ["--out", "--metrics", "--snapshots", "--animate"].contains(&p[0].as_str()))
         .map(|p| PathBuf::from(&p[1]))
         .collect()
 }

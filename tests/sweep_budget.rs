@@ -1,4 +1,4 @@
-//! Budgets (issue 10, Found 5): a point that would never finish ends as
+//! Budgets: a point that would never finish ends as
 //! `budget_exceeded` (time reached, NaN metrics, an `error` text) and the rest of its
 //! chunk is written; step budgets of both engines; rows that are not `ok` say why.
 
@@ -43,7 +43,7 @@ fn all_nan(r: &PointResult) -> bool {
             .all(|x| x.is_nan())
 }
 
-/// The issue's acceptance run, scaled to a test: 12 points, one of which (K_M = 1e12:
+/// A sweep with one point that never finishes, scaled to a test: 12 points, one of which (K_M = 1e12:
 /// a fixed step of ~1e-8 s) would run for hours; `--point-timeout 2` ends it and the
 /// 11 others are written `ok`, all in one chunk.
 #[test]

@@ -1,4 +1,4 @@
-//! Sweep files: the issue's sample as written, axis kinds, masks as values, and
+//! Sweep files: a sample file as written, axis kinds, masks as values, and
 //! clear errors (file, key, allowed range) for bad files.
 
 use metachron::sweep::{AxisKind, Plan, SweepSpec};
@@ -30,7 +30,7 @@ fn floats(v: &[toml::Value]) -> Vec<f64> {
 }
 
 #[test]
-fn the_issues_sample_file_runs_six_points() {
+fn the_sample_file_runs_six_points() {
     let spec = parse(SAMPLE).unwrap();
     assert_eq!(spec.name, "small-coupling");
     assert_eq!(spec.point_count(), 6);

@@ -1,4 +1,4 @@
-//! Issue 9's two 20-s runs: only leg 1 driven, so passive legs strike the ground again and
+//! Two 20-s runs with only leg 1 driven, so passive legs strike the ground again and
 //! again (with the paper's couplings, and with α = β = 50). The batch engines against the
 //! stiff reference, with the validation tolerances and two tighter checks that the
 //! touchdown fixes brought (docs/integrators.md, "Touchdown").
@@ -46,7 +46,7 @@ fn passive_legs_striking_the_ground_for_20_s() {
                 f.max_inextensibility, r.max_inextensibility, f.displacement, r.displacement
             );
             failures.extend(disagreements(&format!("{engine} {name}"), f, r));
-            // Issue 9's bound. Measured 1.0x and 0.76x (43x and 38x before the consistent
+            // Within 5x of the reference. Measured 1.0x and 0.76x (43x and 38x before the consistent
             // vᵀGv, 11.3x and 10.6x before the touchdown correction moved the step end).
             if ratio > 5.0 {
                 failures.push(format!(

@@ -1,4 +1,4 @@
-//! The binary as an unattended user runs it (issue 10, Found 4, 6, 7): memory does not
+//! The binary as an unattended user runs it: memory does not
 //! grow with t_final, unwritable outputs fail before any computing, and messages name
 //! the field, the range and the user's path, once.
 
@@ -56,7 +56,7 @@ fn run_measured(cmd: &mut Command) -> (Output, u64) {
     (out, watcher.join().unwrap())
 }
 
-/// Found 4: `--backend reference --set t_final=1e8` aborted allocating 80 GB for the
+/// Unbounded memory: `--backend reference --set t_final=1e8` aborted allocating 80 GB for the
 /// sample times. Now it runs in flat memory until its budget ends it.
 #[test]
 fn reference_at_t_final_1e8_runs_in_flat_memory_until_its_budget() {
@@ -80,7 +80,7 @@ fn reference_at_t_final_1e8_runs_in_flat_memory_until_its_budget() {
     assert!(peak_kb > 0 && peak_kb < 100_000, "peak {peak_kb} kB");
 }
 
-/// Found 4: `--backend cpu --set t_final=1e9 --out x.parquet` grew ~4.5 MB/s. Now the
+/// Unbounded memory: `--backend cpu --set t_final=1e9 --out x.parquet` grew ~4.5 MB/s. Now the
 /// time series is streamed as row groups: flat memory, and what was computed before
 /// the budget ended the run is in the file.
 #[test]
@@ -126,7 +126,7 @@ fn cpu_time_series_is_streamed_to_out() {
     assert!(peak_kb > 0 && peak_kb < 100_000, "peak {peak_kb} kB");
 }
 
-/// Found 6: an output that cannot be written is found before computing, and the
+/// Unwritable outputs: an output that cannot be written is found before computing, and the
 /// message names the user's path (never a temporary).
 #[test]
 fn unwritable_outputs_fail_before_computing() {
@@ -234,7 +234,7 @@ fn unwritable_outputs_fail_before_computing() {
     assert!(t0.elapsed() < Duration::from_secs(10));
 }
 
-/// Found 7: each message names the field and its range, once.
+/// Messages: each message names the field and its range, once.
 #[test]
 fn messages_name_the_field_and_range_once() {
     let dir = scratch("messages");
@@ -271,7 +271,7 @@ fn messages_name_the_field_and_range_once() {
     assert!(stderr(&o).contains("psi_init"), "{}", stderr(&o));
 }
 
-/// Found 7: a killed `simulate` left `.run.parquet.tmp-PID` forever; the next write of
+/// Temporaries: a killed `simulate` left `.run.parquet.tmp-PID` forever; the next write of
 /// the same file removes temporaries whose process is gone (and only those).
 #[test]
 fn temporaries_of_dead_writers_are_removed() {

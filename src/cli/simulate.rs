@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use metachron::batch::run_point_streaming;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
+use metachron::output::animate::{self, AnimationSettings, Animator};
 use metachron::output::{parquet, plots};
 use metachron::reference::Method;
 use metachron::sample::Sample;
@@ -42,18 +43,8 @@ pub struct SimulateArgs {
     /// Start of the metrics window in seconds (default: second half of the run).
     #[arg(long, allow_negative_numbers = true)]
     window_start: Option<f64>,
-    /// Time-series Parquet file (wide: one row per sample).
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
-    /// One-row Parquet file with every parameter and metric.
-    #[arg(long, value_name = "FILE")]
-    metrics: Option<PathBuf>,
-    /// Directory for PNG snapshots of the robot and the basal-angle plot.
-    #[arg(long, value_name = "DIR")]
-    snapshots: Option<PathBuf>,
-    /// Snapshot times in seconds (default: 0, t_f/5, ..., t_f).
-    #[arg(long, value_delimiter = ',', value_name = "T,T,...")]
-    snapshot_times: Vec<f64>,
+    #[command(flatten)]
+    outputs: OutputArgs,
     /// Wall-time budget in seconds: past it the run stops with status budget_exceeded.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     point_timeout: Option<f64>,
@@ -61,22 +52,58 @@ pub struct SimulateArgs {
     /// seconds (cpu and gpu backends; see docs/atlas.md).
     #[arg(long, value_name = "MAX_T", allow_negative_numbers = true)]
     until_settled: Option<f64>,
-    /// No progress bar.
-    #[arg(long)]
-    quiet: bool,
     #[command(flatten)]
     gpu: super::gpu::GpuArgs,
 }
 
-/// The checked plan of a `simulate` call.
-struct Plan {
-    cfg: RunConfig,
-    backend: Backend,
-    out: Option<PathBuf>,
-    metrics: Option<PathBuf>,
-    snapshots: Option<PathBuf>,
-    snapshot_times: Vec<f64>,
-    quiet: bool,
+/// What a run writes besides its printed summary (`simulate` and `replay` alike).
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Time-series Parquet file (wide: one row per sample).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// One-row Parquet file with every parameter and metric.
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
+    /// Directory for PNG snapshots of the robot and the basal-angle plot.
+    #[arg(long, value_name = "DIR")]
+    pub snapshots: Option<PathBuf>,
+    /// Snapshot times in seconds (default: 0, t_f/5, ..., t_f).
+    #[arg(long, value_delimiter = ',', value_name = "T,T,...")]
+    pub snapshot_times: Vec<f64>,
+    /// Animated GIF of the run, drawn as the snapshots are (cpu and reference backends).
+    #[arg(long, value_name = "FILE.gif")]
+    pub animate: Option<PathBuf>,
+    /// Frames per second of --animate.
+    #[arg(long, value_name = "FPS", default_value_t = animate::DEFAULT_FPS)]
+    pub animate_fps: u32,
+    /// Playback length of --animate in seconds (default: the run in real time, at most
+    /// 10 s; longer runs play faster).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub animate_duration: Option<f64>,
+    /// Frame width of --animate in pixels.
+    #[arg(long, value_name = "PIXELS", default_value_t = animate::DEFAULT_WIDTH)]
+    pub animate_width: u32,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// The checked plan of a run and its outputs (`simulate`, `replay`).
+pub(super) struct Plan {
+    pub cfg: RunConfig,
+    pub backend: Backend,
+    pub out: Option<PathBuf>,
+    pub metrics: Option<PathBuf>,
+    pub snapshots: Option<PathBuf>,
+    pub snapshot_times: Vec<f64>,
+    pub animate: Option<PathBuf>,
+    pub animation: AnimationSettings,
+    pub quiet: bool,
+    /// File metadata added to the Parquet outputs (a replay names its row).
+    pub extra_metadata: Vec<(String, String)>,
+    /// Print the run's summary and where each output went (off where a caller reports).
+    pub print: bool,
 }
 
 fn plan(a: SimulateArgs) -> Result<Plan> {
@@ -113,11 +140,6 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
          continue a run from its kept state); use --backend cpu or gpu"
     );
     if a.backend == Backend::Gpu {
-        anyhow::ensure!(
-            a.out.is_none() && a.snapshots.is_none(),
-            "--out and --snapshots need the time series, which the gpu backend does not keep \
-             (it accumulates the metrics on the device); use --backend cpu for them"
-        );
         a.gpu.apply()?;
         if a.point_timeout.is_some() {
             eprintln!(
@@ -130,26 +152,48 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
             "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
         );
     }
+    plan_outputs(cfg, a.backend, a.outputs)
+}
+
+/// Check what a run of `cfg` on `backend` is asked to write.
+pub(super) fn plan_outputs(cfg: RunConfig, backend: Backend, o: OutputArgs) -> Result<Plan> {
+    if backend == Backend::Gpu {
+        anyhow::ensure!(
+            o.out.is_none() && o.snapshots.is_none() && o.animate.is_none(),
+            "--out, --snapshots and --animate need the time series, which the gpu backend \
+             does not keep (it accumulates the metrics on the device); use --backend cpu for them"
+        );
+    }
+    let animation = AnimationSettings {
+        fps: o.animate_fps,
+        duration: o.animate_duration,
+        width: o.animate_width,
+    };
+    animation.validate()?;
     let t_final = cfg.params.t_final;
-    let snapshot_times = if a.snapshot_times.is_empty() {
+    let snapshot_times = if o.snapshot_times.is_empty() {
         (0..=5).map(|k| t_final * k as f64 / 5.0).collect()
     } else {
-        for &t in &a.snapshot_times {
+        for &t in &o.snapshot_times {
             anyhow::ensure!(
                 t.is_finite() && (0.0..=t_final).contains(&t),
                 "--snapshot-times: {t} is outside [0, t_final = {t_final}]"
             );
         }
-        a.snapshot_times.clone()
+        o.snapshot_times.clone()
     };
     Ok(Plan {
         cfg,
-        backend: a.backend,
-        out: a.out,
-        metrics: a.metrics,
-        snapshots: a.snapshots,
+        backend,
+        out: o.out,
+        metrics: o.metrics,
+        snapshots: o.snapshots,
         snapshot_times,
-        quiet: a.quiet,
+        animate: o.animate,
+        animation,
+        quiet: o.quiet,
+        extra_metadata: Vec::new(),
+        print: true,
     })
 }
 
@@ -195,6 +239,16 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     let plan = plan(args)?;
+    let result = execute(&plan)?;
+    Ok(if result.metrics.status.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Run `plan`'s point, print its summary and write its outputs.
+pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
     let cfg = &plan.cfg;
     // The bar spans the longest horizon the run may reach.
     let t_final = cfg.until_settled.unwrap_or(cfg.params.t_final);
@@ -211,7 +265,8 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     // Every output is checked (its temporary created) before any computing.
-    let run_meta = run_metadata(&plan);
+    let mut run_meta = run_metadata(plan);
+    run_meta.extend(plan.extra_metadata.iter().cloned());
     let mut series = match &plan.out {
         Some(path) => Some(
             parquet::TimeseriesWriter::create(path, cfg.params.n_legs, &run_meta)
@@ -230,6 +285,20 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
             parquet::PendingFile::create(&dir.join("basal_angles.png")).context("--snapshots")?;
         drop(probe);
     }
+    let mut animator = match &plan.animate {
+        Some(path) => Some(
+            Animator::create(
+                path,
+                Robot::new(&cfg.params),
+                t_final,
+                cfg.metrics.dt_out,
+                &plan.animation,
+            )
+            .context("--animate")?,
+        ),
+        None => None,
+    };
+    let mut animate_error = None;
     // Samples are streamed to --out; only --snapshots keeps them (its pictures need
     // the whole series).
     let keep = plan.snapshots.is_some();
@@ -239,6 +308,11 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
         if let (Some(w), None) = (series.as_mut(), write_error.as_ref()) {
             if let Err(e) = w.push(s) {
                 write_error = Some(e);
+            }
+        }
+        if let (Some(a), None) = (animator.as_mut(), animate_error.as_ref()) {
+            if let Err(e) = a.push(s) {
+                animate_error = Some(e);
             }
         }
         if keep {
@@ -263,9 +337,15 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     if let Some(e) = write_error {
         return Err(e).context("--out");
     }
+    if let Some(e) = animate_error {
+        return Err(e).context("--animate");
+    }
 
-    print_summary(&plan, &result);
-    let meta = file_metadata(&plan, &result);
+    if plan.print {
+        print_summary(plan, &result);
+    }
+    let mut meta = file_metadata(plan, &result);
+    meta.extend(plan.extra_metadata.iter().cloned());
     if let (Some(w), Some(path)) = (series, &plan.out) {
         let end_meta = vec![
             (
@@ -279,13 +359,17 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
             ),
         ];
         let rows = w.finish(&end_meta)?;
-        println!("time series  -> {} ({rows} samples)", path.display());
+        if plan.print {
+            println!("time series  -> {} ({rows} samples)", path.display());
+        }
     }
     if let (Some(pending), Some(path)) = (metrics_file, &plan.metrics) {
         drop(pending);
         let batch = parquet::metrics_batch(&cfg.params, &result.metrics, result.backend.label())?;
         parquet::write_atomic(path, &batch, &meta)?;
-        println!("metrics      -> {}", path.display());
+        if plan.print {
+            println!("metrics      -> {}", path.display());
+        }
     }
     if let Some(dir) = &plan.snapshots {
         let robot = Robot::new(&cfg.params);
@@ -295,17 +379,28 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
             .map(|i| cfg.params.initial_angle(i))
             .collect();
         plots::basal_angles(&result.samples, &start, &angles)?;
-        println!(
-            "pictures     -> {} ({} snapshots + basal_angles.png)",
-            dir.display(),
-            files.len()
-        );
+        if plan.print {
+            println!(
+                "pictures     -> {} ({} snapshots + basal_angles.png)",
+                dir.display(),
+                files.len()
+            );
+        }
     }
-    Ok(if result.metrics.status.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    if let Some(a) = animator {
+        let clip = a.finish(&result.metrics).context("--animate")?;
+        if plan.print {
+            println!(
+                "animation    -> {} ({} frames, {:.1} s at {:.2}x, {:.1} MB)",
+                clip.path.display(),
+                clip.frames,
+                clip.seconds,
+                clip.speed,
+                clip.bytes as f64 / 1e6
+            );
+        }
+    }
+    Ok(result)
 }
 
 /// "adapter name, f64" for GPU results, empty otherwise. Only a GPU result asks for the

@@ -191,6 +191,89 @@ pub fn clear_previous_pictures(dir: &Path) -> Result<usize, OutputError> {
     Ok(removed)
 }
 
+/// The part of the world a robot picture shows: the body's vertical extent with room
+/// for the legs and the terrain, and `half` metres either side of the body's centre.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct View {
+    half: f64,
+    x_lo: f64,
+    x_hi: f64,
+}
+
+impl View {
+    pub(crate) fn of(robot: &Robot) -> View {
+        let p = &robot.p;
+        View {
+            half: robot.body.tau_l / 2.0 + robot.body.tau_b + 1.0,
+            x_lo: p.x_t + 0.3,
+            x_hi: -(p.l_beta + p.tau_t + 0.8),
+        }
+    }
+
+    /// Picture height for `width` pixels at equal scale on both axes, with a strip of
+    /// `text_lines` lines of text above the drawing.
+    pub(crate) fn height_for(&self, width: u32, text_lines: usize) -> u32 {
+        (width.saturating_sub(60) as f64 * (self.x_lo - self.x_hi) / (2.0 * self.half)) as u32
+            + 80
+            + strip_height(text_lines)
+    }
+}
+
+/// Line height of the text strip above a robot picture, in pixels.
+const STRIP_LINE: u32 = 20;
+
+fn strip_height(lines: usize) -> u32 {
+    if lines == 0 {
+        0
+    } else {
+        STRIP_LINE * lines as u32 + 10
+    }
+}
+
+/// One robot picture on `root`: the robot at sample `s` (terrain, body, springs, legs
+/// from the Hermite interpolation) centred on its body, captioned with the time, under
+/// a strip holding the `corner` lines of text at its upper left. The snapshots and the
+/// animation frames are both drawn here, so they look the same.
+pub(crate) fn draw_frame(
+    root: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    robot: &Robot,
+    view: &View,
+    s: &Sample,
+    corner: &[String],
+    path: &Path,
+) -> Result<(), OutputError> {
+    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
+    let (strip, picture) = root.split_vertically(strip_height(corner.len()));
+    let font = ("sans-serif", 17).into_font().color(&RGBColor(20, 20, 20));
+    for (k, line) in corner.iter().enumerate() {
+        strip
+            .draw(&Text::new(
+                line.clone(),
+                (12, 8 + (STRIP_LINE * k as u32) as i32),
+                font.clone(),
+            ))
+            .map_err(|e| plot_err(path, e))?;
+    }
+    // The y axis keeps absolute positions, so the walk shows from one picture to the next.
+    let half = view.half;
+    let (ymin, ymax) = (s.body[1] - half, s.body[1] + half);
+    let mut chart = ChartBuilder::on(&picture)
+        .caption(format!("t = {:.2} s", s.t), ("sans-serif", 22))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(45)
+        .build_cartesian_2d(ymin..ymax, -view.x_lo..-view.x_hi)
+        .map_err(|e| plot_err(path, e))?;
+    chart
+        .configure_mesh()
+        .x_desc("y (m)")
+        .y_desc("-x (m)")
+        .disable_mesh()
+        .draw()
+        .map_err(|e| plot_err(path, e))?;
+    draw_robot(&mut chart, robot, &s.q, (ymin, ymax), path)
+}
+
 /// Draw the robot at the sample nearest each requested time; one PNG per time,
 /// `snapshot_t<time>.png` in `dir`, after removing a previous run's pictures there.
 /// Returns the files written.
@@ -211,39 +294,18 @@ pub fn snapshots(
     if with_q.is_empty() {
         return Ok(written);
     }
-    // Each picture is centred on the body, at equal scale on both axes (the y axis
-    // keeps absolute positions, so the walk shows from one picture to the next).
-    let p = &robot.p;
-    let half = robot.body.tau_l / 2.0 + robot.body.tau_b + 1.0;
-    let (x_lo, x_hi) = (p.x_t + 0.3, -(p.l_beta + p.tau_t + 0.8));
+    let view = View::of(robot);
     let width = 1400u32;
-    let height = ((width - 60) as f64 * (x_lo - x_hi) / (2.0 * half)) as u32 + 80;
+    let height = view.height_for(width, 0);
     for &t in times {
         let s = with_q
             .iter()
             .min_by(|a, b| (a.t - t).abs().total_cmp(&(b.t - t).abs()))
             .expect("non-empty");
         let path = dir.join(format!("snapshot_t{:06.2}.png", s.t));
-        let (ymin, ymax) = (s.body[1], s.body[1]);
         let root = BitMapBackend::new(&path, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| plot_err(&path, e))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(format!("t = {:.2} s", s.t), ("sans-serif", 22))
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(45)
-            .build_cartesian_2d(ymin - half..ymax + half, -x_lo..-x_hi)
-            .map_err(|e| plot_err(&path, e))?;
-        chart
-            .configure_mesh()
-            .x_desc("y (m)")
-            .y_desc("-x (m)")
-            .disable_mesh()
-            .draw()
-            .map_err(|e| plot_err(&path, e))?;
-        draw_robot(&mut chart, robot, &s.q, (ymin - half, ymax + half), &path)?;
+        draw_frame(&root, robot, &view, s, &[], &path)?;
         root.present().map_err(|e| plot_err(&path, e))?;
-        drop(chart);
         drop(root);
         written.push(path);
     }

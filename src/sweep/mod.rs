@@ -2,7 +2,7 @@
 //! with stable ids, run in chunks whose results are written as the part files of one
 //! Parquet dataset ([`dataset`], names in [`schema`]) that its manifest describes
 //! ([`manifest`]), checked before it is trusted ([`verify`], [`audit`]) and written by
-//! one process per shard ([`lock`]).
+//! one process per shard ([`lock`]); any row can be run again ([`replay`]).
 
 pub mod adaptive;
 pub mod audit;
@@ -11,6 +11,7 @@ pub mod lock;
 pub mod manifest;
 pub mod plan;
 pub mod refine;
+pub mod replay;
 pub mod rng;
 pub mod run;
 pub mod schema;

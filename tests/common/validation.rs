@@ -1,4 +1,4 @@
-//! The eight validation points of the GPU-engine issue and the tolerances that judge a
+//! The eight validation points of the batch engines and the tolerances that judge a
 //! fixed-step backend against the stiff reference (shared by the batch tests).
 
 use metachron::batch::run_batch;
@@ -17,7 +17,7 @@ pub fn point(overrides: &[&str]) -> RunConfig {
     cfg
 }
 
-/// The eight validation points of the GPU-engine issue.
+/// The eight validation points: the paper's robot and seven variations of it.
 pub fn validation_points() -> Vec<(&'static str, RunConfig)> {
     vec![
         ("paper", point(&[])),
