@@ -35,6 +35,39 @@ pub enum ParamError {
     },
     #[error("`{0}` is not an assignment: write key=value")]
     BadAssignment(String),
+    /// A value computed from several parameters (or settings) that the model cannot use.
+    #[error("{field} = {value:e} is out of range: allowed is {allowed}; otherwise {breaks}: {change}")]
+    Derived {
+        field: String,
+        value: f64,
+        allowed: String,
+        breaks: String,
+        change: String,
+        /// The parameters it is computed from.
+        inputs: Vec<&'static str>,
+    },
+}
+
+impl ParamError {
+    /// The parameter (or derived value) the error is about.
+    pub fn field(&self) -> &str {
+        match self {
+            ParamError::OutOfRange { field, .. }
+            | ParamError::NotInteger { field, .. }
+            | ParamError::WrongLength { field, .. }
+            | ParamError::BadValue { field, .. }
+            | ParamError::Derived { field, .. } => field,
+            ParamError::UnknownKey(k) | ParamError::BadAssignment(k) => k,
+        }
+    }
+
+    /// The parameters whose values caused it (one, or a derived value's inputs).
+    pub fn inputs(&self) -> Vec<&str> {
+        match self {
+            ParamError::Derived { inputs, .. } => inputs.clone(),
+            other => vec![other.field()],
+        }
+    }
 }
 
 /// Failure of a run setting (not a model parameter).

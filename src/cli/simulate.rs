@@ -66,6 +66,8 @@ pub struct SimulateArgs {
     quiet: bool,
     #[command(flatten)]
     gpu: super::gpu::GpuArgs,
+    #[command(flatten)]
+    estimate: super::estimate::EstimateArgs,
 }
 
 /// The checked plan of a `simulate` call.
@@ -77,6 +79,8 @@ struct Plan {
     snapshots: Option<PathBuf>,
     snapshot_times: Vec<f64>,
     quiet: bool,
+    /// What the run will cost (checked against --max-estimate).
+    estimate: metachron::cost::Estimate,
 }
 
 fn plan(a: SimulateArgs) -> Result<Plan> {
@@ -119,17 +123,13 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
              (it accumulates the metrics on the device); use --backend cpu for them"
         );
         a.gpu.apply()?;
-        if a.point_timeout.is_some() {
-            eprintln!(
-                "warning: --point-timeout is not applied on the device: the run goes to t_final"
-            );
-        }
     } else {
         anyhow::ensure!(
             !a.gpu.any_given(),
             "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
         );
     }
+    let estimate = check_cost(&cfg, a.backend, &a.estimate)?;
     let t_final = cfg.params.t_final;
     let snapshot_times = if a.snapshot_times.is_empty() {
         (0..=5).map(|k| t_final * k as f64 / 5.0).collect()
@@ -150,7 +150,22 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
         snapshots: a.snapshots,
         snapshot_times,
         quiet: a.quiet,
+        estimate,
     })
+}
+
+/// The run's derived values checked and its cost estimated from the step it will take;
+/// refused above the limit (unless --point-timeout bounds it).
+fn check_cost(
+    cfg: &RunConfig,
+    backend: Backend,
+    args: &super::estimate::EstimateArgs,
+) -> Result<metachron::cost::Estimate> {
+    use metachron::cost::{estimate, Mode, MEASURED};
+    let limit = args.limit()?;
+    let e = estimate(cfg, backend, Mode::Solo, &MEASURED)?;
+    super::estimate::enforce("the run", &e, limit, cfg.point_timeout)?;
+    Ok(e)
 }
 
 /// File metadata known before the run (the streamed time series starts with it).
@@ -196,6 +211,16 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
 pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     let plan = plan(args)?;
     let cfg = &plan.cfg;
+    if plan.estimate.seconds > super::estimate::SHOW_ABOVE {
+        eprintln!(
+            "estimate: {}{}",
+            super::estimate::describe(&plan.estimate),
+            match cfg.point_timeout {
+                Some(t) if t < plan.estimate.seconds => format!("; --point-timeout {t} ends it sooner"),
+                _ => String::new(),
+            }
+        );
+    }
     // The bar spans the longest horizon the run may reach.
     let t_final = cfg.until_settled.unwrap_or(cfg.params.t_final);
     let bar = if plan.quiet {

@@ -7,7 +7,7 @@ use crate::sample::SampleTimes;
 
 /// Output samples k = 0..=`n_samples` at `time(k)`; sample k ends after `steps_to(k)`
 /// steps of `h`. Every interval has `steps_per_sample` steps except the last, which
-/// ends exactly at t_final.
+/// ends exactly at t_final. Built in O(1) whatever t_final: nothing is enumerated.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleSchedule {
     pub h: f64,
@@ -99,7 +99,10 @@ impl SampleSchedule {
         if k == 0 {
             0
         } else {
-            (k - 1) * self.steps_per_sample + self.steps_in(k)
+            // Saturating: an unchecked horizon of 1e18 s must not wrap around.
+            (k - 1)
+                .saturating_mul(self.steps_per_sample)
+                .saturating_add(self.steps_in(k))
         }
     }
 
