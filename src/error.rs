@@ -2,18 +2,28 @@
 
 use thiserror::Error;
 
+/// A number as people read it in a message: 0.5, 50, 1e-300, 1e18 (never 300 digits).
+pub fn num(x: &f64) -> String {
+    let a = x.abs();
+    if *x == 0.0 || !x.is_finite() || (1e-4..1e6).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// A parameter (or override) that cannot be used.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ParamError {
     #[error("unknown parameter `{0}`")]
     UnknownKey(String),
-    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    #[error("parameter `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     OutOfRange {
         field: String,
         value: f64,
         allowed: String,
     },
-    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    #[error("parameter `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     NotInteger {
         field: String,
         value: f64,
@@ -36,7 +46,7 @@ pub enum ParamError {
     #[error("`{0}` is not an assignment: write key=value")]
     BadAssignment(String),
     /// A value computed from several parameters (or settings) that the model cannot use.
-    #[error("{field} = {value:e} is out of range: allowed is {allowed}; otherwise {breaks}: {change}")]
+    #[error("{field} = {} is out of range: allowed is {allowed}; otherwise {breaks}: {change}", num(.value))]
     Derived {
         field: String,
         value: f64,
@@ -73,7 +83,7 @@ impl ParamError {
 /// Failure of a run setting (not a model parameter).
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SettingsError {
-    #[error("setting `{field}` = {value} is out of range: allowed is {allowed}")]
+    #[error("setting `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     OutOfRange {
         field: String,
         value: f64,

@@ -110,7 +110,8 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     }
     cfg.point_timeout = a.point_timeout;
     cfg.until_settled = a.until_settled;
-    cfg.validate()?;
+    // The message says the parameter; where it came from (--config, --set) is the user's.
+    cfg.validate().map_err(|e| anyhow::anyhow!(e.detail()))?;
     anyhow::ensure!(
         a.until_settled.is_none() || a.backend != Backend::Reference,
         "--until-settled: not supported on backend reference (the adaptive solver cannot \
