@@ -97,7 +97,7 @@ fn estimate_with_step(
     let p = &cfg.params;
     let horizon = cfg.until_settled.unwrap_or(0.0).max(p.t_final);
     let samples = horizon / cfg.metrics.dt_out;
-    if !(samples <= MAX_SAMPLES) {
+    if !(samples.is_finite() && samples <= MAX_SAMPLES) {
         return Err(ParamError::Derived {
             field: "output samples t_final/dt_out".into(),
             value: samples,
@@ -124,7 +124,7 @@ fn estimate_with_step(
     }
     let change = "the step follows the leg's top bending frequency ~ sqrt(k_m/rho)/spacing^2: \
                   lower k_m or n_nodes, raise rho or leg_length, or set [fixed_step] h";
-    if !(steps <= MAX_RESOLVED_STEPS) {
+    if !(steps.is_finite() && steps <= MAX_RESOLVED_STEPS) {
         return Err(ParamError::Derived {
             field: "fixed step h".into(),
             value: h,
@@ -214,5 +214,67 @@ pub fn human(seconds: f64) -> String {
         format!("{:.1} d", seconds / 86400.0)
     } else {
         format!("{:.1e} years", seconds / (365.25 * 86400.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrate::schedule::SampleSchedule;
+
+    fn small(t_final: f64) -> RunConfig {
+        let mut c = RunConfig::default();
+        c.params.apply_override("n_legs=3").unwrap();
+        c.params.n_nodes = 3;
+        c.params.t_final = t_final;
+        c
+    }
+
+    #[test]
+    fn the_step_count_is_the_schedules_and_scales_with_size() {
+        let c = small(0.105);
+        let e = estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
+        let h = e.h.unwrap();
+        let sched = SampleSchedule::new(&c.metrics, c.params.t_final, h);
+        assert_eq!(e.steps, sched.total_steps() as f64);
+        assert_eq!(e.seconds, e.steps * MEASURED.batch_step * 9.0 / MEASURED_SIZE);
+        // A step budget bounds the cost, not the count.
+        let mut capped = c.clone();
+        capped.fixed_step.max_steps = Some(10);
+        let ec = estimate(&capped, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
+        assert_eq!((ec.steps, ec.seconds), (e.steps, 10.0 * MEASURED.batch_step * 0.2));
+    }
+
+    #[test]
+    fn horizons_beyond_f64_resolution_are_refused_in_constant_time() {
+        // 1e11 s at dt_out 0.01: 1e13 samples, more than distinct f64 sample times.
+        let e = estimate(&small(1e11), Backend::Cpu, Mode::Solo, &MEASURED).unwrap_err();
+        assert!(e.to_string().contains("dt_out"), "{e}");
+        // 1e9 s at the paper's step: 4e12 steps, past 2^40.
+        let mut c = small(1e9);
+        c.metrics.dt_out = 1e3;
+        let e = estimate(&c, Backend::Cpu, Mode::Solo, &MEASURED).unwrap_err();
+        assert!(e.to_string().starts_with("fixed step h"), "{e}");
+        // The adaptive reference has no fixed step to check: its max_steps bounds it.
+        let r = estimate(&c, Backend::Reference, Mode::Solo, &MEASURED).unwrap();
+        assert_eq!(r.steps, c.solver.max_steps as f64);
+        // The gpu kernel's 32-bit step counter.
+        let mut g = small(1.5e6);
+        g.metrics.dt_out = 1.0;
+        let e = estimate(&g, Backend::Gpu, Mode::Batch, &MEASURED).unwrap_err();
+        assert!(e.to_string().contains("32-bit"), "{e}");
+        assert!(estimate(&g, Backend::Cpu, Mode::Batch, &MEASURED).is_ok());
+    }
+
+    #[test]
+    fn the_cached_estimator_agrees_with_a_fresh_estimate() {
+        let mut est = Estimator::default();
+        for k_m in [50.0, 5e3, 50.0] {
+            let mut c = small(0.2);
+            c.params.k_m = k_m;
+            let a = est.estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
+            assert_eq!(a, estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap());
+        }
+        assert_eq!(est.steps.len(), 2);
     }
 }

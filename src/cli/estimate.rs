@@ -24,7 +24,7 @@ impl EstimateArgs {
     /// The limit, checked.
     pub fn limit(&self) -> Result<f64> {
         let x = self.max_estimate;
-        if !(x > 0.0) {
+        if x.is_nan() || x <= 0.0 {
             bail!("--max-estimate {x}: allowed is a number of seconds > 0 (or inf)");
         }
         Ok(x)
