@@ -237,12 +237,18 @@ mod tests {
         let h = e.h.unwrap();
         let sched = SampleSchedule::new(&c.metrics, c.params.t_final, h);
         assert_eq!(e.steps, sched.total_steps() as f64);
-        assert_eq!(e.seconds, e.steps * MEASURED.batch_step * 9.0 / MEASURED_SIZE);
+        assert_eq!(
+            e.seconds,
+            e.steps * MEASURED.batch_step * 9.0 / MEASURED_SIZE
+        );
         // A step budget bounds the cost, not the count.
         let mut capped = c.clone();
         capped.fixed_step.max_steps = Some(10);
         let ec = estimate(&capped, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
-        assert_eq!((ec.steps, ec.seconds), (e.steps, 10.0 * MEASURED.batch_step * 0.2));
+        assert_eq!(
+            (ec.steps, ec.seconds),
+            (e.steps, 10.0 * MEASURED.batch_step * 0.2)
+        );
     }
 
     #[test]
@@ -272,8 +278,13 @@ mod tests {
         for k_m in [50.0, 5e3, 50.0] {
             let mut c = small(0.2);
             c.params.k_m = k_m;
-            let a = est.estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
-            assert_eq!(a, estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap());
+            let a = est
+                .estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED)
+                .unwrap();
+            assert_eq!(
+                a,
+                estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap()
+            );
         }
         assert_eq!(est.steps.len(), 2);
     }

@@ -13,7 +13,8 @@ pub const MAX_INPUT_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub fn read_limited(path: &Path) -> std::io::Result<String> {
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    file.take(MAX_INPUT_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_INPUT_FILE_BYTES {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

@@ -50,8 +50,8 @@ impl Range {
         match self {
             Range::Int(lo, hi) => format!("an integer in [{lo}, {hi}]"),
             Range::Finite => format!("a finite number in [{}, {}]", short(lo), short(hi)),
-            Range::Positive => format!("a number > 0 in [{}, {}]", short(lo), short(hi)),
-            Range::NonNegative => format!("a number >= 0, at most {}", short(hi)),
+            Range::Positive => format!("a finite number > 0 in [{}, {}]", short(lo), short(hi)),
+            Range::NonNegative => format!("a finite number >= 0, at most {}", short(hi)),
         }
     }
 
@@ -572,12 +572,18 @@ mod tests {
         let mut p = Params::default();
         p.leg_length = 1e-300;
         let e = p.validate().unwrap_err().to_string();
-        assert!(e.contains("`leg_length` = 1e-300") && e.contains("[1e-12, 1e12]"), "{e}");
+        assert!(
+            e.contains("`leg_length` = 1e-300") && e.contains("[1e-12, 1e12]"),
+            "{e}"
+        );
         // In range, but 1e-8 m spread over 4 elements next to a 12 m body.
         p.leg_length = 1e-8;
         let e = p.validate().unwrap_err();
         assert!(e.inputs().contains(&"leg_length") && e.inputs().contains(&"n_nodes"));
-        assert!(e.to_string().contains("raise leg_length or lower n_nodes"), "{e}");
+        assert!(
+            e.to_string().contains("raise leg_length or lower n_nodes"),
+            "{e}"
+        );
         p.n_nodes = 2;
         p.leg_length = 2e-5;
         p.validate().unwrap();

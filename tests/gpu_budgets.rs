@@ -30,7 +30,9 @@ fn a_step_budget_stops_one_instance_where_the_cpu_engine_stops_it() {
     let mut engine = GpuEngine::new(&ctx);
     // Dispatches of 100 steps: the budget falls inside the fourth, which is cut there.
     engine.steps_per_dispatch = Some(100);
-    let batch = engine.run(&[free.clone(), capped.clone()]).expect("gpu batch");
+    let batch = engine
+        .run(&[free.clone(), capped.clone()])
+        .expect("gpu batch");
     let cpu = run_batch(std::slice::from_ref(&capped), Backend::Cpu)
         .remove(0)
         .expect("cpu run");
@@ -41,9 +43,21 @@ fn a_step_budget_stops_one_instance_where_the_cpu_engine_stops_it() {
     assert_eq!(got.metrics.status.time(), 333.0 * got.stats.fixed_step);
     assert!(got.metrics.lag_order.is_nan() && got.metrics.t_run == got.metrics.status.time());
     // The other instance ran to its end, exactly as alone.
-    let alone = engine.run(std::slice::from_ref(&free)).expect("alone").remove(0);
-    assert!(batch[0].metrics.status.is_ok(), "{:?}", batch[0].metrics.status);
-    for (x, y) in batch[0].metrics.scalars().iter().zip(&alone.metrics.scalars()) {
+    let alone = engine
+        .run(std::slice::from_ref(&free))
+        .expect("alone")
+        .remove(0);
+    assert!(
+        batch[0].metrics.status.is_ok(),
+        "{:?}",
+        batch[0].metrics.status
+    );
+    for (x, y) in batch[0]
+        .metrics
+        .scalars()
+        .iter()
+        .zip(&alone.metrics.scalars())
+    {
         assert_eq!(x.to_bits(), y.to_bits(), "{x} in the batch, {y} alone");
     }
 }
@@ -63,13 +77,24 @@ fn a_wall_time_budget_stops_a_long_instance_and_its_neighbour_finishes() {
     match batch[1].metrics.status {
         Status::BudgetExceeded { time } => {
             assert!(time > 0.0 && time < 1e5, "stopped at t = {time}");
-            assert_eq!(time, batch[1].stats.steps as f64 * batch[1].stats.fixed_step);
+            assert_eq!(
+                time,
+                batch[1].stats.steps as f64 * batch[1].stats.fixed_step
+            );
         }
         other => panic!("the long instance ended {other:?}"),
     }
-    let alone = engine.run(std::slice::from_ref(&short)).expect("alone").remove(0);
+    let alone = engine
+        .run(std::slice::from_ref(&short))
+        .expect("alone")
+        .remove(0);
     assert!(batch[0].metrics.status.is_ok());
-    for (x, y) in batch[0].metrics.scalars().iter().zip(&alone.metrics.scalars()) {
+    for (x, y) in batch[0]
+        .metrics
+        .scalars()
+        .iter()
+        .zip(&alone.metrics.scalars())
+    {
         assert_eq!(x.to_bits(), y.to_bits(), "{x} in the batch, {y} alone");
     }
 }

@@ -69,7 +69,12 @@ fn check(args: &[&str], expect: Expect) {
     );
     match expect {
         Expect::Refused(name) => {
-            assert_eq!(o.code, Some(2), "{what}: expected exit 2, stderr: {}", o.stderr);
+            assert_eq!(
+                o.code,
+                Some(2),
+                "{what}: expected exit 2, stderr: {}",
+                o.stderr
+            );
             assert!(
                 o.stderr.contains(name),
                 "{what}: the error does not name `{name}`: {}",
@@ -139,10 +144,22 @@ fn extreme_set_values_are_refused_by_name_or_run_and_end() {
         (&["k_m=1e9", "t_final=50", "--point-timeout", "2"], Ends),
         (&["t_final=1e8", "--point-timeout", "2"], Ends),
         (&["t_final=0.05", "--dt-out", "1e-308"], Refused("dt_out")),
-        (&["t_final=0.05", "--dt-out", "1e-12"], Refused("--max-estimate")),
-        (&["t_final=0.05", "--max-estimate", "0"], Refused("--max-estimate")),
-        (&["t_final=0.05", "--max-estimate", "nan"], Refused("--max-estimate")),
-        (&["t_final=0.05", "--point-timeout", "-1"], Refused("point-timeout")),
+        (
+            &["t_final=0.05", "--dt-out", "1e-12"],
+            Refused("--max-estimate"),
+        ),
+        (
+            &["t_final=0.05", "--max-estimate", "0"],
+            Refused("--max-estimate"),
+        ),
+        (
+            &["t_final=0.05", "--max-estimate", "nan"],
+            Refused("--max-estimate"),
+        ),
+        (
+            &["t_final=0.05", "--point-timeout", "-1"],
+            Refused("point-timeout"),
+        ),
         (&["epsilon=1e9", "t_final=0.05"], Ends),
         (&["lambda=1e9", "t_final=0.05"], Ends),
         (&["omega=1e6", "t_final=0.05"], Ends),
@@ -152,10 +169,16 @@ fn extreme_set_values_are_refused_by_name_or_run_and_end() {
     // A horizon of 4e12 fixed steps: below what the fixed-step engines resolve; the
     // adaptive reference has no fixed step, and its budget ends it.
     let long: &[(&[&str], Expect, &str)] = &[
-        (&["t_final=1e9", "--point-timeout", "2"], Refused("fixed step h"), "cpu"),
+        (
+            &["t_final=1e9", "--point-timeout", "2"],
+            Refused("fixed step h"),
+            "cpu",
+        ),
         (&["t_final=1e9", "--point-timeout", "2"], Ends, "reference"),
     ];
-    let both = cases.iter().flat_map(|(s, e)| [(*s, *e, "cpu"), (*s, *e, "reference")]);
+    let both = cases
+        .iter()
+        .flat_map(|(s, e)| [(*s, *e, "cpu"), (*s, *e, "reference")]);
     for (sets, expect, backend) in both.chain(long.iter().copied()) {
         {
             let slow = backend == "reference" && matches!(expect, Ends);
@@ -261,13 +284,17 @@ fn mutated_sweep_files_are_refused_by_name_or_run_and_end() {
     let stiff = dir.join("stiff.toml");
     std::fs::write(
         &stiff,
-        format!("{BASE}[[axes]]\nparam = \"k_m\"\nvalues = [50.0, 1e9]\n").replace("0.05", "5000.0"),
+        format!("{BASE}[[axes]]\nparam = \"k_m\"\nvalues = [50.0, 1e9]\n")
+            .replace("0.05", "5000.0"),
     )
     .unwrap();
     let out = dir.join("out-stiff");
     let s = stiff.to_str().unwrap();
     let o = out.to_str().unwrap();
-    check(&["sweep", s, "--out", o, "--quiet"], Refused("--max-estimate"));
+    check(
+        &["sweep", s, "--out", o, "--quiet"],
+        Refused("--max-estimate"),
+    );
     check(
         &["sweep", s, "--out", o, "--quiet", "--point-timeout", "2"],
         Ends,
@@ -306,9 +333,17 @@ fn messages_name_the_file_and_the_place_once() {
     assert_eq!(o.stderr.matches(f).count(), 1, "{}", o.stderr);
     assert_eq!(o.stderr.matches("[base]").count(), 1, "{}", o.stderr);
     assert!(o.stderr.contains("`t_final`"), "{}", o.stderr);
-    std::fs::write(&file, "name = \"e\"\n[base]\nt_final = 1.0\n[metrics]\ndt_out = 5.0\n").unwrap();
+    std::fs::write(
+        &file,
+        "name = \"e\"\n[base]\nt_final = 1.0\n[metrics]\ndt_out = 5.0\n",
+    )
+    .unwrap();
     let o = run(&["sweep", f, "--dry-run"]);
     assert_eq!(o.code, Some(2));
     assert_eq!(o.stderr.matches(f).count(), 1, "{}", o.stderr);
-    assert!(o.stderr.contains("[metrics]: setting `dt_out`"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("[metrics]: setting `dt_out`"),
+        "{}",
+        o.stderr
+    );
 }

@@ -217,7 +217,8 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
             "estimate: {}{}",
             super::estimate::describe(&plan.estimate),
             match cfg.point_timeout {
-                Some(t) if t < plan.estimate.seconds => format!("; --point-timeout {t} ends it sooner"),
+                Some(t) if t < plan.estimate.seconds =>
+                    format!("; --point-timeout {t} ends it sooner"),
                 _ => String::new(),
             }
         );

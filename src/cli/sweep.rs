@@ -61,7 +61,7 @@ pub struct SweepArgs {
     estimate: EstimateArgs,
 }
 
-/// Each point's estimate (from the step it will really take), in plan order; a point
+/// Each point's estimate (from the step it will really take), by point id; a point
 /// whose derived values no engine can use, or whose estimate is over the limit (and no
 /// --point-timeout bounds it), refuses the sweep, naming the point.
 fn estimate_points(
@@ -69,16 +69,23 @@ fn estimate_points(
     points: &[&PlannedPoint],
     backend: Backend,
     limit: f64,
-) -> Result<Vec<Estimate>> {
+) -> Result<HashMap<u64, Estimate>> {
     let mut estimator = Estimator::default();
-    let mut out = Vec::with_capacity(points.len());
+    let mut out = HashMap::with_capacity(points.len());
     for p in points {
-        let what = || format!("{}: point {} ({})", spec.file, p.point_id, point_label(spec, p));
+        let what = || {
+            format!(
+                "{}: point {} ({})",
+                spec.file,
+                p.point_id,
+                point_label(spec, p)
+            )
+        };
         let e = estimator
             .estimate(&p.cfg, backend, Mode::Batch, &MEASURED)
             .with_context(what)?;
         enforce(&what(), &e, limit, p.cfg.point_timeout)?;
-        out.push(e);
+        out.insert(p.point_id, e);
     }
     Ok(out)
 }
@@ -232,16 +239,12 @@ fn print_plan(a: &SweepArgs, spec: &SweepSpec, work: &Work, opts: &RunOptions) {
     );
 }
 
-/// The pending points' estimates, in the pending order.
-fn pending_costs(work: &Work, planned: &[&PlannedPoint], estimates: &[Estimate]) -> Vec<f64> {
-    let by_id: HashMap<u64, f64> = planned
-        .iter()
-        .zip(estimates)
-        .map(|(p, e)| (p.point_id, e.seconds))
-        .collect();
+/// The pending points' estimated seconds, in the pending order (every pending point
+/// is one of the shard's, all estimated).
+fn pending_costs(work: &Work, estimates: &HashMap<u64, Estimate>) -> Vec<f64> {
     work.pending
         .iter()
-        .map(|p| by_id.get(&p.point_id).copied().unwrap_or(0.0))
+        .map(|p| estimates.get(&p.point_id).map_or(0.0, |e| e.seconds))
         .collect()
 }
 
@@ -249,7 +252,8 @@ fn pending_costs(work: &Work, planned: &[&PlannedPoint], estimates: &[Estimate])
 /// parallel, one thread each, so no faster than the costliest point.
 fn print_total(work: &Work, costs: &[f64], backend: Backend) {
     let threads = rayon::current_num_threads().max(1);
-    let cost = (costs.iter().sum::<f64>() / threads as f64).max(costs.iter().cloned().fold(0.0, f64::max));
+    let cost =
+        (costs.iter().sum::<f64>() / threads as f64).max(costs.iter().cloned().fold(0.0, f64::max));
     let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
     println!(
         "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
@@ -335,8 +339,9 @@ fn validate_on_reference(
         v.points,
         v.max_abs_diff
             .iter()
-            .filter(|(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"]
-                .contains(&m.as_str()))
+            .filter(
+                |(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"].contains(&m.as_str())
+            )
             .map(|(m, d)| format!("{m} {d:.2e}"))
             .collect::<Vec<_>>()
             .join(", "),
@@ -351,8 +356,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let shard = shard_of(&a)?;
     let plan = Plan::for_shard(&spec, shard)?;
     let opts = run_options(&a, &plan, shard)?;
-    let planned = plan.shard(shard);
-    let estimates = estimate_points(&spec, &planned, a.backend, limit)?;
+    let estimates = estimate_points(&spec, &plan.shard(shard), a.backend, limit)?;
     if spec.refine.is_some() || spec.adaptive.is_some() {
         if a.validate.is_some() {
             bail!("--validate: not supported with [refine] or adaptive repeats yet");
@@ -366,7 +370,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     };
     report_quarantined(&work, a.dry_run);
     print_plan(&a, &spec, &work, &opts);
-    let costs = pending_costs(&work, &planned, &estimates);
+    let costs = pending_costs(&work, &estimates);
     if a.dry_run {
         print_dry_run(&a, &spec, &work, &costs)?;
         return Ok(ExitCode::SUCCESS);
@@ -374,11 +378,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     if costs.iter().sum::<f64>() > SHOW_ABOVE {
         print_total(&work, &costs, a.backend);
         if let Some((i, _)) = costs.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1)) {
-            println!(
-                "  costliest point {}: {}",
-                work.pending[i].point_id,
-                describe(&estimates_of(&planned, &estimates, work.pending[i].point_id))
-            );
+            let id = work.pending[i].point_id;
+            if let Some(e) = estimates.get(&id) {
+                println!("  costliest point {id}: {}", describe(e));
+            }
         }
     }
 
@@ -402,13 +405,4 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         validate_on_reference(&a, &spec, &plan, &opts, k)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The estimate of point `id` among the planned ones.
-fn estimates_of(planned: &[&PlannedPoint], estimates: &[Estimate], id: u64) -> Estimate {
-    let i = planned
-        .iter()
-        .position(|p| p.point_id == id)
-        .unwrap_or_default();
-    estimates[i]
 }

@@ -15,10 +15,10 @@ use wgpu::util::DeviceExt;
 use super::device::GpuContext;
 use super::instance::{instance_values, leg_values, InstanceContext};
 use super::kernel::robots_per_workgroup;
-use super::point_budget::{Budgets, BUDGET_STOP};
 use super::layout::{
     Control, InstanceInts, MatrixLayout, LOOP_ITERATIONS_PER_STEP, SOFTWARE_LOOP_BUDGET,
 };
+use super::point_budget::{Budgets, BUDGET_STOP};
 use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
 use super::{GpuError, Precision};
@@ -612,7 +612,12 @@ fn finish_instance(
             (Status::BudgetExceeded { time }, sched.sample_at(done))
         }
         (0, _) => (Status::Ok, sched.n_samples),
-        (k, _) => (Status::Diverged { time: time(k as usize - 1) }, k as usize - 2),
+        (k, _) => (
+            Status::Diverged {
+                time: time(k as usize - 1),
+            },
+            k as usize - 2,
+        ),
     };
     let steps = match (status, budget_stop) {
         (Status::BudgetExceeded { .. }, Some(done)) => done as usize,

@@ -801,7 +801,12 @@ struct AxisRange {
 }
 
 impl AxisRange {
-    fn read(cx: &Ctx, i: usize, kind_key: &str, body: toml::Value) -> Result<AxisRange, SweepError> {
+    fn read(
+        cx: &Ctx,
+        i: usize,
+        kind_key: &str,
+        body: toml::Value,
+    ) -> Result<AxisRange, SweepError> {
         let mut r = match body {
             toml::Value::Table(r) => r,
             other => {
