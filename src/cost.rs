@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::error::ParamError;
+use crate::error::{DerivedValue, ParamError};
 use crate::model::Robot;
 use crate::simulate::{Backend, RunConfig};
 
@@ -98,14 +98,14 @@ fn estimate_with_step(
     let horizon = cfg.until_settled.unwrap_or(0.0).max(p.t_final);
     let samples = horizon / cfg.metrics.dt_out;
     if !(samples.is_finite() && samples <= MAX_SAMPLES) {
-        return Err(ParamError::Derived {
+        return Err(ParamError::Derived(Box::new(DerivedValue {
             field: "output samples t_final/dt_out".into(),
             value: samples,
             allowed: format!("<= {MAX_SAMPLES:e} (sample times k dt_out stay distinct in f64)"),
             breaks: "sample times collapse onto each other".into(),
             change: "raise dt_out or lower t_final".into(),
             inputs: vec!["t_final", "dt_out"],
-        });
+        })));
     }
     let size = (p.n_legs * p.n_nodes) as f64 / MEASURED_SIZE;
     let steps = horizon / h;
@@ -125,7 +125,7 @@ fn estimate_with_step(
     let change = "the step follows the leg's top bending frequency ~ sqrt(k_m/rho)/spacing^2: \
                   lower k_m or n_nodes, raise rho or leg_length, or set [fixed_step] h";
     if !(steps.is_finite() && steps <= MAX_RESOLVED_STEPS) {
-        return Err(ParamError::Derived {
+        return Err(ParamError::Derived(Box::new(DerivedValue {
             field: "fixed step h".into(),
             value: h,
             allowed: format!(
@@ -135,17 +135,17 @@ fn estimate_with_step(
             breaks: "the time t + h no longer advances by h".into(),
             change: change.into(),
             inputs: vec!["k_m", "rho", "leg_length", "n_nodes", "t_final"],
-        });
+        })));
     }
     if backend == Backend::Gpu && steps > GPU_MAX_STEPS {
-        return Err(ParamError::Derived {
+        return Err(ParamError::Derived(Box::new(DerivedValue {
             field: "steps of the run (horizon / fixed step h)".into(),
             value: steps,
             allowed: format!("<= {GPU_MAX_STEPS:e} on the gpu backend (32-bit step counters)"),
             breaks: "the gpu kernel's step count overflows".into(),
             change: format!("{change}; or lower t_final, or use --backend cpu"),
             inputs: vec!["k_m", "rho", "leg_length", "n_nodes", "t_final"],
-        });
+        })));
     }
     let run_steps = match cfg.fixed_step.max_steps {
         Some(m) => steps.min(m as f64),

@@ -46,16 +46,21 @@ pub enum ParamError {
     #[error("`{0}` is not an assignment: write key=value")]
     BadAssignment(String),
     /// A value computed from several parameters (or settings) that the model cannot use.
-    #[error("{field} = {} is out of range: allowed is {allowed}; otherwise {breaks}: {change}", num(.value))]
-    Derived {
-        field: String,
-        value: f64,
-        allowed: String,
-        breaks: String,
-        change: String,
-        /// The parameters it is computed from.
-        inputs: Vec<&'static str>,
-    },
+    #[error("{0}")]
+    Derived(Box<DerivedValue>),
+}
+
+/// A derived value out of its range: what it is, what it breaks, what to change.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[error("{field} = {} is out of range: allowed is {allowed}; otherwise {breaks}: {change}", num(.value))]
+pub struct DerivedValue {
+    pub field: String,
+    pub value: f64,
+    pub allowed: String,
+    pub breaks: String,
+    pub change: String,
+    /// The parameters it is computed from.
+    pub inputs: Vec<&'static str>,
 }
 
 impl ParamError {
@@ -65,8 +70,8 @@ impl ParamError {
             ParamError::OutOfRange { field, .. }
             | ParamError::NotInteger { field, .. }
             | ParamError::WrongLength { field, .. }
-            | ParamError::BadValue { field, .. }
-            | ParamError::Derived { field, .. } => field,
+            | ParamError::BadValue { field, .. } => field,
+            ParamError::Derived(d) => &d.field,
             ParamError::UnknownKey(k) | ParamError::BadAssignment(k) => k,
         }
     }
@@ -74,7 +79,7 @@ impl ParamError {
     /// The parameters whose values caused it (one, or a derived value's inputs).
     pub fn inputs(&self) -> Vec<&str> {
         match self {
-            ParamError::Derived { inputs, .. } => inputs.clone(),
+            ParamError::Derived(d) => d.inputs.clone(),
             other => vec![other.field()],
         }
     }

@@ -9,7 +9,7 @@ use std::f64::consts::FRAC_PI_2;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ParamError;
+use crate::error::{DerivedValue, ParamError};
 
 /// Largest magnitude any scalar parameter may take, in its SI unit, and the smallest a
 /// strictly positive one may take. Within these, the products the model forms (the leg's
@@ -274,7 +274,7 @@ impl Params {
         let spacing = self.leg_length / (self.n_nodes as f64 - 1.0);
         let size = self.robot_size();
         if spacing < MIN_RELATIVE_SPACING * size {
-            return Err(ParamError::Derived {
+            return Err(ParamError::Derived(Box::new(DerivedValue {
                 field: "node spacing leg_length/(n_nodes - 1)".into(),
                 value: spacing,
                 allowed: format!(
@@ -286,7 +286,7 @@ impl Params {
                     .into(),
                 change: "raise leg_length or lower n_nodes".into(),
                 inputs: vec!["leg_length", "n_nodes", "n_legs", "tau_t", "l_alpha", "x_t"],
-            });
+            })));
         }
         Ok(())
     }
@@ -547,13 +547,15 @@ mod tests {
             for rho in [SCALE_MIN, 1.0, SCALE_MAX] {
                 for n_nodes in [2, MAX_NODES] {
                     for l_alpha in [SCALE_MIN, 1.0, SCALE_MAX] {
-                        let mut p = Params::default();
-                        p.leg_length = leg_length;
-                        p.rho = rho;
-                        p.n_nodes = n_nodes;
-                        p.l_alpha = l_alpha;
-                        p.tau_t = SCALE_MIN;
-                        p.x_t = SCALE_MIN;
+                        let p = Params {
+                            leg_length,
+                            rho,
+                            n_nodes,
+                            l_alpha,
+                            tau_t: SCALE_MIN,
+                            x_t: SCALE_MIN,
+                            ..Params::default()
+                        };
                         if p.validate().is_err() {
                             continue;
                         }
@@ -569,8 +571,10 @@ mod tests {
 
     #[test]
     fn ranges_name_the_field_and_a_leg_too_short_for_its_mesh_is_refused() {
-        let mut p = Params::default();
-        p.leg_length = 1e-300;
+        let mut p = Params {
+            leg_length: 1e-300,
+            ..Params::default()
+        };
         let e = p.validate().unwrap_err().to_string();
         assert!(
             e.contains("`leg_length` = 1e-300") && e.contains("[1e-12, 1e12]"),

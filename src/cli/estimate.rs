@@ -41,7 +41,7 @@ pub fn describe(e: &Estimate) -> String {
             e.horizon
         ),
         None => format!(
-            "~{} (the reference to t = {} s, at most {:.3e} steps)",
+            "~{} (the reference to t = {} s, ~{:.3e} steps, at most its max_steps)",
             human(e.seconds),
             e.horizon,
             e.steps

@@ -61,14 +61,13 @@ impl Budgets {
     pub fn over(&mut self, end: u32, totals: &[u32]) -> Vec<usize> {
         let done = (end as u64).saturating_sub(1);
         let mut over = Vec::new();
-        for i in 0..self.caps.len() {
-            let total = totals[i] as u64;
-            if self.stopped[i].is_some() || done >= total {
+        let each = self.caps.iter().zip(&self.deadlines).zip(&mut self.stopped);
+        for (i, ((cap, deadline), stopped)) in each.enumerate() {
+            if stopped.is_some() || done >= totals[i] as u64 {
                 continue;
             }
-            let by_steps = self.caps[i].is_some_and(|m| done >= m);
-            if by_steps || self.deadlines[i].passed() {
-                self.stopped[i] = Some(done);
+            if cap.is_some_and(|m| done >= m) || deadline.passed() {
+                *stopped = Some(done);
                 over.push(i);
             }
         }

@@ -50,8 +50,8 @@ impl SampleSchedule {
         let mid = window_start + 0.5 * (t_run - window_start);
         let window_mid = metrics
             .first_sample_from(mid, t_run)
-            .max(window_first + 1)
-            .min(n_samples + 1);
+            .max(window_first.saturating_add(1))
+            .min(n_samples.saturating_add(1));
         SampleSchedule {
             h,
             times,
@@ -146,6 +146,19 @@ mod tests {
         assert_eq!(s.window_mid, 8);
         // A short last interval cannot be continued on the same grid ...
         assert_eq!(s.continued(&m, 0.21, 0.0525), None);
+    }
+
+    /// A horizon of 1e18 s (1e20 samples, more than usize holds) is built at once and
+    /// saturates instead of wrapping: an engine given it runs until its budget ends it.
+    #[test]
+    fn an_absurd_horizon_is_built_in_constant_time() {
+        let m = MetricsSettings::default();
+        let s = SampleSchedule::new(&m, 1e18, 2.5e-4);
+        assert_eq!(s.n_samples, usize::MAX - 1);
+        assert_eq!(s.steps_per_sample, 40);
+        assert_eq!(s.total_steps(), usize::MAX);
+        assert!(s.window_first > 0 && s.window_first <= s.n_samples + 1);
+        assert!(s.window_mid >= s.window_first);
     }
 
     #[test]
