@@ -220,7 +220,15 @@ fn unwritable_outputs_fail_before_computing() {
     }
     let t0 = Instant::now();
     let o1 = bin()
-        .args(["simulate", "--set", "t_final=1000", "--quiet", "--out"])
+        .args([
+            "simulate",
+            "--set",
+            "t_final=1000",
+            "--quiet",
+            "--max-estimate",
+            "inf",
+            "--out",
+        ])
         .arg(ro.join("x.parquet"))
         .output()
         .unwrap();
