@@ -2,18 +2,28 @@
 
 use thiserror::Error;
 
+/// A number as people read it in a message: 0.5, 50, 1e-300, 1e18 (never 300 digits).
+pub fn num(x: &f64) -> String {
+    let a = x.abs();
+    if *x == 0.0 || !x.is_finite() || (1e-4..1e6).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// A parameter (or override) that cannot be used.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ParamError {
     #[error("unknown parameter `{0}`")]
     UnknownKey(String),
-    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    #[error("parameter `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     OutOfRange {
         field: String,
         value: f64,
         allowed: String,
     },
-    #[error("parameter `{field}` = {value} is out of range: allowed is {allowed}")]
+    #[error("parameter `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     NotInteger {
         field: String,
         value: f64,
@@ -35,12 +45,50 @@ pub enum ParamError {
     },
     #[error("`{0}` is not an assignment: write key=value")]
     BadAssignment(String),
+    /// A value computed from several parameters (or settings) that the model cannot use.
+    #[error("{0}")]
+    Derived(Box<DerivedValue>),
+}
+
+/// A derived value out of its range: what it is, what it breaks, what to change.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[error("{field} = {} is out of range: allowed is {allowed}; otherwise {breaks}: {change}", num(.value))]
+pub struct DerivedValue {
+    pub field: String,
+    pub value: f64,
+    pub allowed: String,
+    pub breaks: String,
+    pub change: String,
+    /// The parameters it is computed from.
+    pub inputs: Vec<&'static str>,
+}
+
+impl ParamError {
+    /// The parameter (or derived value) the error is about.
+    pub fn field(&self) -> &str {
+        match self {
+            ParamError::OutOfRange { field, .. }
+            | ParamError::NotInteger { field, .. }
+            | ParamError::WrongLength { field, .. }
+            | ParamError::BadValue { field, .. } => field,
+            ParamError::Derived(d) => &d.field,
+            ParamError::UnknownKey(k) | ParamError::BadAssignment(k) => k,
+        }
+    }
+
+    /// The parameters whose values caused it (one, or a derived value's inputs).
+    pub fn inputs(&self) -> Vec<&str> {
+        match self {
+            ParamError::Derived(d) => d.inputs.clone(),
+            other => vec![other.field()],
+        }
+    }
 }
 
 /// Failure of a run setting (not a model parameter).
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum SettingsError {
-    #[error("setting `{field}` = {value} is out of range: allowed is {allowed}")]
+    #[error("setting `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     OutOfRange {
         field: String,
         value: f64,

@@ -105,8 +105,13 @@ impl MetricsSettings {
         let at = |k| self.sample_time(k, t_run);
         let guess = ((start - 1e-9) / self.dt_out).ceil().max(0.0) as usize;
         // Settle the rounding of the guess against the same test the accumulator uses.
-        let mut k = guess.saturating_sub(1).min(n + 1);
-        while k <= n && !in_window(at(k), start) {
+        // The guess is off by at most one while sample times are resolved (which
+        // `cost::MAX_SAMPLES` ensures for a checked run); the search is bounded either
+        // way, so even an unresolved schedule is O(1).
+        let end = n.saturating_add(1);
+        let mut k = guess.saturating_sub(1).min(end);
+        let last = k.saturating_add(3).min(end);
+        while k < last && !in_window(at(k), start) {
             k += 1;
         }
         k

@@ -9,38 +9,76 @@ use std::f64::consts::FRAC_PI_2;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ParamError;
+use crate::error::{DerivedValue, ParamError};
+
+/// Largest magnitude any scalar parameter may take, in its SI unit, and the smallest a
+/// strictly positive one may take. Within these, the products the model forms (the leg's
+/// mass matrix ρ·Δs³, its bending matrix K_M/Δs³, a step's h²·stiffness) stay many
+/// orders of magnitude inside f64's normal range, so its matrices always invert; what
+/// remains possible (a stiff leg needing a tiny step) is caught by the derived checks
+/// ([`Params::check_derived`], the run's step and cost estimate).
+pub const SCALE_MAX: f64 = 1e12;
+/// See [`SCALE_MAX`].
+pub const SCALE_MIN: f64 = 1e-12;
 
 /// Allowed range of a scalar parameter.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Range {
-    /// Any finite value.
+    /// A finite value of magnitude at most [`SCALE_MAX`].
     Finite,
-    /// Strictly positive and finite.
+    /// Strictly positive: in [[`SCALE_MIN`], [`SCALE_MAX`]].
     Positive,
-    /// Zero or positive, finite.
+    /// Zero or positive: in [0, [`SCALE_MAX`]].
     NonNegative,
     /// Integer in `[lo, hi]`.
     Int(usize, usize),
 }
 
 impl Range {
+    /// The closed interval of admitted values.
+    pub fn bounds(&self) -> (f64, f64) {
+        match *self {
+            Range::Finite => (-SCALE_MAX, SCALE_MAX),
+            Range::Positive => (SCALE_MIN, SCALE_MAX),
+            Range::NonNegative => (0.0, SCALE_MAX),
+            Range::Int(lo, hi) => (lo as f64, hi as f64),
+        }
+    }
+
     pub fn describe(&self) -> String {
+        let (lo, hi) = self.bounds();
         match self {
-            Range::Finite => "any finite number".into(),
-            Range::Positive => "a finite number > 0".into(),
-            Range::NonNegative => "a finite number >= 0".into(),
             Range::Int(lo, hi) => format!("an integer in [{lo}, {hi}]"),
+            Range::Finite => format!("a finite number in [{}, {}]", short(lo), short(hi)),
+            Range::Positive => format!("a finite number > 0 in [{}, {}]", short(lo), short(hi)),
+            Range::NonNegative => format!("a finite number >= 0, at most {}", short(hi)),
+        }
+    }
+
+    /// What a value outside the range breaks (the error's last words).
+    pub fn breaks(&self) -> &'static str {
+        match self {
+            Range::Int(..) => "",
+            _ => "beyond the model's scale its matrices and steps leave what f64 resolves",
         }
     }
 
     fn admits(&self, x: f64) -> bool {
+        let (lo, hi) = self.bounds();
+        let inside = x.is_finite() && x >= lo && x <= hi;
         match self {
-            Range::Finite => x.is_finite(),
-            Range::Positive => x.is_finite() && x > 0.0,
-            Range::NonNegative => x.is_finite() && x >= 0.0,
-            Range::Int(lo, hi) => x.fract() == 0.0 && x >= *lo as f64 && x <= *hi as f64,
+            Range::Int(..) => inside && x.fract() == 0.0,
+            _ => inside,
         }
+    }
+}
+
+/// A bound as people write it: 1e9, 0.5, -1e9.
+fn short(x: f64) -> String {
+    if x != 0.0 && (x.abs() >= 1e5 || x.abs() < 1e-3) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
     }
 }
 
@@ -227,6 +265,10 @@ define_params! {
     axo_dphi: f64 = 0.0, "rad", Range::Finite, "Phase step of the motor force wave between neighbouring legs.", kernel;
 }
 
+/// Smallest node spacing of a leg relative to the robot's size: f64 carries ~16 digits,
+/// and an element's shape must keep at least 10 of them next to coordinates of that size.
+pub const MIN_RELATIVE_SPACING: f64 = 1e-6;
+
 /// Names accepted for the per-leg list parameters.
 pub const LIST_PARAMS: &[&str] = &["actuated", "psi_init", "omega_legs", "axo_actuated"];
 
@@ -234,15 +276,21 @@ pub const LIST_PARAMS: &[&str] = &["actuated", "psi_init", "omega_legs", "axo_ac
 pub const MASK_PARAMS: &[&str] = &["actuated", "axo_actuated"];
 
 impl Params {
-    /// Check every field; the first violation is reported with its name and allowed range.
+    /// Check every field, then the values derived from several ([`Params::check_derived`]);
+    /// the first violation is reported with its name, its allowed range and what it breaks.
     pub fn validate(&self) -> Result<(), ParamError> {
         for spec in SCALAR_PARAMS {
             let x = self.scalar(spec.name).expect("every spec has a field");
             if !spec.range.admits(x) {
+                let breaks = spec.range.breaks();
                 return Err(ParamError::OutOfRange {
                     field: spec.name.to_string(),
                     value: x,
-                    allowed: spec.range.describe(),
+                    allowed: if breaks.is_empty() {
+                        spec.range.describe()
+                    } else {
+                        format!("{} ({breaks})", spec.range.describe())
+                    },
                 });
             }
         }
@@ -279,6 +327,38 @@ impl Params {
                     });
                 }
             }
+        }
+        self.check_derived()
+    }
+
+    /// Size of the robot (m): the largest of its leg, its body's length and the terrain's
+    /// distance, the scale of every coordinate it has.
+    pub fn robot_size(&self) -> f64 {
+        let body = 2.0 * self.tau_t + (self.n_legs as f64 + 1.0) * self.l_alpha;
+        self.leg_length.max(body).max(self.x_t)
+    }
+
+    /// Values derived from several parameters: the node spacing of the leg's mesh must
+    /// be resolved at the robot's size (coordinates are stored in f64 at that scale).
+    /// The step and the sample count are checked with the run's settings
+    /// (`crate::cost::check`).
+    pub fn check_derived(&self) -> Result<(), ParamError> {
+        let spacing = self.leg_length / (self.n_nodes as f64 - 1.0);
+        let size = self.robot_size();
+        if spacing < MIN_RELATIVE_SPACING * size {
+            return Err(ParamError::Derived(Box::new(DerivedValue {
+                field: "node spacing leg_length/(n_nodes - 1)".into(),
+                value: spacing,
+                allowed: format!(
+                    ">= {MIN_RELATIVE_SPACING:e} x the robot's size ({size:e} m: the largest of \
+                     leg_length, the body's length 2 tau_t + (n_legs + 1) l_alpha, and x_t)"
+                ),
+                breaks: "coordinates of that size keep fewer than 10 significant digits of \
+                         one element's shape, and the leg's matrices lose theirs"
+                    .into(),
+                change: "raise leg_length or lower n_nodes".into(),
+                inputs: vec!["leg_length", "n_nodes", "n_legs", "tau_t", "l_alpha", "x_t"],
+            })));
         }
         Ok(())
     }
@@ -549,6 +629,61 @@ mod tests {
         }
         let names = KernelParams::<f64>::NAMES;
         assert!(names.contains(&"k_p") && !names.contains(&"t_final"));
+    }
+
+    /// Every parameter set inside the ranges builds its robot: the leg's mass matrix
+    /// inverts at every corner of leg_length, rho, n_nodes and the robot's size.
+    #[test]
+    fn every_valid_corner_of_the_ranges_builds_its_matrices() {
+        let mut valid = 0;
+        for leg_length in [SCALE_MIN, 1e-6, 1e-3, 1.0, SCALE_MAX] {
+            for rho in [SCALE_MIN, 1.0, SCALE_MAX] {
+                for n_nodes in [2, MAX_NODES] {
+                    for l_alpha in [SCALE_MIN, 1.0, SCALE_MAX] {
+                        let p = Params {
+                            leg_length,
+                            rho,
+                            n_nodes,
+                            l_alpha,
+                            tau_t: SCALE_MIN,
+                            x_t: SCALE_MIN,
+                            ..Params::default()
+                        };
+                        if p.validate().is_err() {
+                            continue;
+                        }
+                        valid += 1;
+                        let robot = crate::model::Robot::new(&p);
+                        assert!(robot.mass_inv.a.iter().all(|x| x.is_finite()), "{p:?}");
+                    }
+                }
+            }
+        }
+        assert!(valid >= 30, "only {valid} corners are valid");
+    }
+
+    #[test]
+    fn ranges_name_the_field_and_a_leg_too_short_for_its_mesh_is_refused() {
+        let mut p = Params {
+            leg_length: 1e-300,
+            ..Params::default()
+        };
+        let e = p.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("`leg_length` = 1e-300") && e.contains("[1e-12, 1e12]"),
+            "{e}"
+        );
+        // In range, but 1e-8 m spread over 4 elements next to a 12 m body.
+        p.leg_length = 1e-8;
+        let e = p.validate().unwrap_err();
+        assert!(e.inputs().contains(&"leg_length") && e.inputs().contains(&"n_nodes"));
+        assert!(
+            e.to_string().contains("raise leg_length or lower n_nodes"),
+            "{e}"
+        );
+        p.n_nodes = 2;
+        p.leg_length = 2e-5;
+        p.validate().unwrap();
     }
 
     #[test]

@@ -193,7 +193,7 @@ impl SampleTimes {
 
     /// Number of samples (intervals + 1).
     pub fn len(&self) -> usize {
-        self.intervals + 1
+        self.intervals.saturating_add(1)
     }
 
     pub fn is_empty(&self) -> bool {

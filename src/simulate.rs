@@ -82,12 +82,24 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// The message without the place it names first (for a caller that names it).
+    pub fn detail(&self) -> String {
+        match self {
+            ConfigError::Param { source, .. } => source.to_string(),
+            ConfigError::Setting { source, .. } => source.to_string(),
+            ConfigError::Toml { message, .. } => message.clone(),
+            ConfigError::Io { source, .. } => format!("cannot read: {source}"),
+        }
+    }
+}
+
 impl RunConfig {
     /// Read a config file: parameters at the top level, optional `[solver]` and
     /// `[metrics]` tables. Unknown keys are errors naming the key.
     pub fn from_toml_file(path: &Path) -> Result<RunConfig, ConfigError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        let text = crate::input_file::read_limited(path).map_err(|source| ConfigError::Io {
             path: name.clone(),
             source,
         })?;

@@ -1,6 +1,7 @@
 pub mod atlas;
 pub mod bench;
 pub mod check;
+pub mod estimate;
 pub mod gpu;
 pub mod map;
 pub mod pipe;

@@ -13,14 +13,10 @@ use clap::Args;
 use metachron::metrics::{Class, Metrics};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
 use metachron::output::report::{write_page, Exemplar, Figure, Report, Table};
-use metachron::sweep::dataset::{
-    read_dataset, Column, Dataset, META_ADAPTER, META_BACKEND, META_SWEEP, META_VERSION,
-};
+use metachron::sweep::audit::read_verified;
+use metachron::sweep::dataset::{Column, Dataset, META_ADAPTER, META_BACKEND, META_VERSION};
 use metachron::sweep::replay::Replay;
-use metachron::sweep::run::expected;
 use metachron::sweep::summary::summarize;
-use metachron::sweep::verify::{health, scan};
-use metachron::sweep::SweepSpec;
 
 use super::replay::execute_replay;
 use super::simulate::OutputArgs;
@@ -222,17 +218,14 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let ds = read_dataset(&a.dir)?;
+    // Read as every reader reads a dataset: judged as `check` judges it, refused unless
+    // complete and clean.
+    let verified = read_verified(&a.dir, false)?;
+    let ds = verified.dataset;
     if ds.rows() == 0 {
-        bail!("{}: no rows (no *.parquet part files)", a.dir.display());
+        bail!("{}: no rows (no part files)", a.dir.display());
     }
-    let text = ds.metadata.get(META_SWEEP).with_context(|| {
-        format!(
-            "{}: no sweep file recorded in the parts (not written by `metachron sweep`)",
-            a.dir.display()
-        )
-    })?;
-    let spec = SweepSpec::from_str_named(text, "the recorded sweep", "sweep")?;
+    let spec = verified.audit.spec.clone();
     if let Some(parent) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("--out: cannot create {}", parent.display()))?;
@@ -248,9 +241,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot create {}", scratch.0.display()))?;
 
     // Health, as `metachron check` reports it.
-    let exp = expected(&spec)?;
-    let found = scan(&a.dir, &exp).with_context(|| format!("checking {}", a.dir.display()))?;
-    let h = health(&a.dir, &spec.name, &exp, &found);
+    let h = &verified.audit.health;
     let mut check_lines = vec![format!(
         "{} rows of {} points in {} good parts",
         h.rows, h.points, h.good_parts

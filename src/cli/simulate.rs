@@ -54,6 +54,8 @@ pub struct SimulateArgs {
     until_settled: Option<f64>,
     #[command(flatten)]
     gpu: super::gpu::GpuArgs,
+    #[command(flatten)]
+    estimate: super::estimate::EstimateArgs,
 }
 
 /// What a run writes besides its printed summary (`simulate` and `replay` alike).
@@ -104,6 +106,8 @@ pub(super) struct Plan {
     pub extra_metadata: Vec<(String, String)>,
     /// Print the run's summary and where each output went (off where a caller reports).
     pub print: bool,
+    /// What the run will cost (checked against --max-estimate; `None`: not estimated).
+    pub estimate: Option<metachron::cost::Estimate>,
 }
 
 fn plan(a: SimulateArgs) -> Result<Plan> {
@@ -133,7 +137,8 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     }
     cfg.point_timeout = a.point_timeout;
     cfg.until_settled = a.until_settled;
-    cfg.validate()?;
+    // The message says the parameter; where it came from (--config, --set) is the user's.
+    cfg.validate().map_err(|e| anyhow::anyhow!(e.detail()))?;
     anyhow::ensure!(
         a.until_settled.is_none() || a.backend != Backend::Reference,
         "--until-settled: not supported on backend reference (the adaptive solver cannot \
@@ -141,18 +146,16 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     );
     if a.backend == Backend::Gpu {
         a.gpu.apply()?;
-        if a.point_timeout.is_some() {
-            eprintln!(
-                "warning: --point-timeout is not applied on the device: the run goes to t_final"
-            );
-        }
     } else {
         anyhow::ensure!(
             !a.gpu.any_given(),
             "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
         );
     }
-    plan_outputs(cfg, a.backend, a.outputs)
+    let estimate = check_cost(&cfg, a.backend, &a.estimate)?;
+    let mut plan = plan_outputs(cfg, a.backend, a.outputs)?;
+    plan.estimate = Some(estimate);
+    Ok(plan)
 }
 
 /// Check what a run of `cfg` on `backend` is asked to write.
@@ -194,7 +197,22 @@ pub(super) fn plan_outputs(cfg: RunConfig, backend: Backend, o: OutputArgs) -> R
         quiet: o.quiet,
         extra_metadata: Vec::new(),
         print: true,
+        estimate: None,
     })
+}
+
+/// The run's derived values checked and its cost estimated from the step it will take;
+/// refused above the limit (unless --point-timeout bounds it).
+fn check_cost(
+    cfg: &RunConfig,
+    backend: Backend,
+    args: &super::estimate::EstimateArgs,
+) -> Result<metachron::cost::Estimate> {
+    use metachron::cost::{estimate, Mode, MEASURED};
+    let limit = args.limit()?;
+    let e = estimate(cfg, backend, Mode::Solo, &MEASURED)?;
+    super::estimate::enforce("the run", &e, limit, cfg.point_timeout)?;
+    Ok(e)
 }
 
 /// File metadata known before the run (the streamed time series starts with it).
@@ -250,6 +268,17 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
 /// Run `plan`'s point, print its summary and write its outputs.
 pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
     let cfg = &plan.cfg;
+    if let Some(est) = plan.estimate.filter(|e| e.seconds > super::estimate::SHOW_ABOVE) {
+        eprintln!(
+            "estimate: {}{}",
+            super::estimate::describe(&est),
+            match cfg.point_timeout {
+                Some(t) if t < est.seconds =>
+                    format!("; --point-timeout {t} ends it sooner"),
+                _ => String::new(),
+            }
+        );
+    }
     // The bar spans the longest horizon the run may reach.
     let t_final = cfg.until_settled.unwrap_or(cfg.params.t_final);
     let bar = if plan.quiet {

@@ -1,5 +1,6 @@
 //! `metachron sweep`: plan a sweep file, run it in chunks, write a Parquet dataset.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,10 +8,12 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use metachron::model::Robot;
+use metachron::cost::{human, Estimate, Estimator, Mode, MEASURED};
 use metachron::simulate::Backend;
-use metachron::sweep::run::{self, RunOptions};
+use metachron::sweep::run::{self, RunOptions, Work};
 use metachron::sweep::{Plan, PlannedPoint, Shard, SweepSpec};
+
+use super::estimate::{describe, enforce, EstimateArgs, SHOW_ABOVE};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
@@ -54,25 +57,53 @@ pub struct SweepArgs {
     /// `until_settled` in the sweep file; see docs/atlas.md).
     #[arg(long, value_name = "MAX_T")]
     until_settled: Option<f64>,
+    #[command(flatten)]
+    estimate: EstimateArgs,
 }
 
-/// Rough single-thread cost of a point in seconds (for --dry-run), from the step the
-/// cpu backend will really take (no clamp: a point with h = 1e-12 s costs what it
-/// costs): the paper's robot (9 legs x 5 nodes) runs ~30 robot-s per wall-s per thread
-/// at h = 2.38e-4 s; cost scales with steps and with legs x nodes. The reference is
-/// ~60x slower per robot-second.
-fn estimated_cost(p: &PlannedPoint, backend: Backend) -> f64 {
-    let params = &p.cfg.params;
-    let robot = Robot::new(params);
-    let h = p.cfg.fixed_step.step_for(&robot, p.cfg.metrics.dt_out);
-    let steps = params.t_final / h;
-    let size = (params.n_legs * params.n_nodes) as f64 / 45.0;
-    let per_step = 2.38e-4 / 30.0;
-    let cpu = steps * size * per_step;
-    if backend == Backend::Reference {
-        cpu * 60.0
+/// Each point's estimate (from the step it will really take), by point id; a point
+/// whose derived values no engine can use, or whose estimate is over the limit (and no
+/// --point-timeout bounds it), refuses the sweep, naming the point.
+fn estimate_points(
+    spec: &SweepSpec,
+    points: &[&PlannedPoint],
+    backend: Backend,
+    limit: f64,
+) -> Result<HashMap<u64, Estimate>> {
+    let mut estimator = Estimator::default();
+    let mut out = HashMap::with_capacity(points.len());
+    for p in points {
+        let what = || {
+            format!(
+                "{}: point {} ({})",
+                spec.file,
+                p.point_id,
+                point_label(spec, p)
+            )
+        };
+        let e = estimator
+            .estimate(&p.cfg, backend, Mode::Batch, &MEASURED)
+            .with_context(what)?;
+        enforce(&what(), &e, limit, p.cfg.point_timeout)?;
+        out.insert(p.point_id, e);
+    }
+    Ok(out)
+}
+
+/// "k_m = 1e12, alpha = 50": the point's values on the swept axes.
+fn point_label(spec: &SweepSpec, p: &PlannedPoint) -> String {
+    let label: Vec<String> = spec
+        .axes
+        .iter()
+        .filter_map(|ax| {
+            let x = p.cfg.params.scalar(&ax.param)?;
+            Some(format!("{} = {x}", ax.param))
+        })
+        .collect();
+    if label.is_empty() {
+        "the base point".into()
     } else {
-        cpu
+        label.join(", ")
     }
 }
 
@@ -107,17 +138,9 @@ fn warn_outliers(points: &[&PlannedPoint], costs: &[f64]) {
     );
 }
 
-fn human(seconds: f64) -> String {
-    if seconds < 120.0 {
-        format!("{seconds:.0} s")
-    } else if seconds < 7200.0 {
-        format!("{:.1} min", seconds / 60.0)
-    } else {
-        format!("{:.1} h", seconds / 3600.0)
-    }
-}
-
-pub fn run(a: SweepArgs) -> Result<ExitCode> {
+/// The sweep file with the run options that are not part of it (its hash and its
+/// points stay the same): --point-timeout and --until-settled.
+fn load_spec(a: &SweepArgs) -> Result<SweepSpec> {
     if a.backend == Backend::Gpu {
         a.gpu.apply()?;
     } else {
@@ -132,55 +155,45 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             t.is_finite() && t > 0.0,
             "--point-timeout {t}: allowed is a finite number of seconds > 0"
         );
-        // A run option, not part of the sweep (its hash and its points stay the same).
         spec.config.point_timeout = Some(t);
-        if a.backend == Backend::Gpu {
-            eprintln!(
-                "warning: --point-timeout is not applied on the device: gpu chunks run to \
-                 t_final (points that fall back to the cpu engine honour it)"
-            );
-        }
     }
     run::apply_until_settled(&mut spec, a.until_settled, a.backend)?;
-    let shard = match &a.shard {
+    Ok(spec)
+}
+
+/// --shard, else the Slurm array task's shard, else the whole sweep.
+fn shard_of(a: &SweepArgs) -> Result<Shard> {
+    Ok(match &a.shard {
         Some(s) => Shard::parse(s)?,
         None => Shard::from_slurm(|k| std::env::var(k).ok())?.unwrap_or_default(),
-    };
-    let plan = Plan::for_shard(&spec, shard)?;
+    })
+}
+
+/// Where, how and which shard the sweep runs.
+fn run_options(a: &SweepArgs, plan: &Plan, shard: Shard) -> Result<RunOptions> {
     let batch = match a.batch {
         Some(0) => bail!("--batch 0: allowed is an integer >= 1"),
         Some(b) => b,
-        None => {
-            let mine = plan.shard(shard);
-            run::default_batch(a.backend, &mine)
-        }
+        None => run::default_batch(a.backend, &plan.shard(shard)),
     };
     let out = match (&a.out, a.dry_run) {
         (Some(o), _) => o.clone(),
         (None, true) => PathBuf::from("(no --out)"),
         (None, false) => bail!("--out DIR is required (the dataset's directory)"),
     };
-    let opts = RunOptions {
-        out: out.clone(),
+    Ok(RunOptions {
+        out,
         backend: a.backend,
         batch,
         resume: a.resume || (a.dry_run && a.out.is_some()),
         shard,
         stop_after_chunks: None,
-    };
-    if spec.refine.is_some() || spec.adaptive.is_some() {
-        if a.validate.is_some() {
-            bail!("--validate: not supported with [refine] or adaptive repeats yet");
-        }
-        return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet);
-    }
-    let work = if a.dry_run {
-        run::preview(&spec, &plan, &opts)?
-    } else {
-        run::work(&spec, &plan, &opts)?
-    };
+    })
+}
+
+fn report_quarantined(work: &Work, dry_run: bool) {
     for (from, to, why) in &work.quarantined {
-        if a.dry_run {
+        if dry_run {
             eprintln!("warning: {} would be quarantined: {why}", from.display());
         } else {
             eprintln!(
@@ -203,9 +216,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
             s.kind.describe()
         );
     }
-    let chunks = work.pending.len().div_ceil(batch);
-    let threads = rayon::current_num_threads().max(1);
+}
 
+fn print_plan(a: &SweepArgs, spec: &SweepSpec, work: &Work, opts: &RunOptions) {
+    let chunks = work.pending.len().div_ceil(opts.batch);
     println!(
         "sweep `{}` ({}): {} axes, {} combinations x {} repeats = {} points",
         spec.name,
@@ -227,59 +241,77 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         );
     }
     println!(
-        "shard {shard}: {} points, {} already written, {} to run in {chunks} chunks of <= {batch} on {} ({})",
+        "shard {}: {} points, {} already written, {} to run in {chunks} chunks of <= {} on {} ({})",
+        opts.shard,
         work.shard_points,
         work.already_done,
         work.pending.len(),
+        opts.batch,
         a.backend.label(),
         metachron::sweep::dataset::adapter_label(a.backend),
     );
-    if a.dry_run {
-        let costs: Vec<f64> = work
-            .pending
-            .iter()
-            .map(|p| estimated_cost(p, a.backend))
-            .collect();
-        // Points run in parallel, one thread each: no faster than the costliest point.
-        let cost = (costs.iter().sum::<f64>() / threads as f64)
-            .max(costs.iter().cloned().fold(0.0, f64::max));
-        let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
-        println!(
-            "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
-            human(cost),
-            if a.backend == Backend::Cpu || a.backend == Backend::Reference {
-                ""
-            } else {
-                " (estimate for the cpu backend)"
-            }
-        );
-        if let Some(max_t) = spec.until_settled {
-            println!(
-                "until_settled = {max_t} s: a run not settled at t_final continues and costs up \
-                 to {:.0}x its share (which runs continue is known only once they ran)",
-                max_t / spec.config.params.t_final
-            );
-        }
-        warn_outliers(&work.pending, &costs);
-        if let Some(k) = a.validate {
-            let ref_cost: f64 = work
-                .pending
-                .iter()
-                .take(k)
-                .map(|p| estimated_cost(p, Backend::Reference))
-                .sum();
-            println!(
-                "--validate {k}: ~{} more on the reference",
-                human(ref_cost / threads as f64)
-            );
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
+}
 
-    let bar = if a.quiet {
+/// The pending points' estimated seconds, in the pending order (every pending point
+/// is one of the shard's, all estimated).
+fn pending_costs(work: &Work, estimates: &HashMap<u64, Estimate>) -> Vec<f64> {
+    work.pending
+        .iter()
+        .map(|p| estimates.get(&p.point_id).map_or(0.0, |e| e.seconds))
+        .collect()
+}
+
+/// "~2.1 h on 2 CPU threads for 3600 simulated robot-seconds": points run in
+/// parallel, one thread each, so no faster than the costliest point.
+fn print_total(work: &Work, costs: &[f64], backend: Backend) {
+    let threads = rayon::current_num_threads().max(1);
+    let cost =
+        (costs.iter().sum::<f64>() / threads as f64).max(costs.iter().cloned().fold(0.0, f64::max));
+    let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
+    println!(
+        "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
+        human(cost),
+        if backend == Backend::Gpu {
+            " (at the cpu engine's rate)"
+        } else {
+            ""
+        }
+    );
+}
+
+/// --dry-run: the estimates, and what --validate would add; nothing runs.
+fn print_dry_run(a: &SweepArgs, spec: &SweepSpec, work: &Work, costs: &[f64]) -> Result<()> {
+    print_total(work, costs, a.backend);
+    if let Some(max_t) = spec.until_settled {
+        println!(
+            "until_settled = {max_t} s: a run not settled at t_final continues and costs up \
+             to {:.0}x its share (which runs continue is known only once they ran)",
+            max_t / spec.config.params.t_final
+        );
+    }
+    warn_outliers(&work.pending, costs);
+    if let Some(k) = a.validate {
+        let mut estimator = Estimator::default();
+        let mut ref_cost = 0.0;
+        for p in work.pending.iter().take(k) {
+            ref_cost += estimator
+                .estimate(&p.cfg, Backend::Reference, Mode::Batch, &MEASURED)?
+                .seconds;
+        }
+        let threads = rayon::current_num_threads().max(1);
+        println!(
+            "--validate {k}: ~{} more on the reference",
+            human(ref_cost / threads as f64)
+        );
+    }
+    Ok(())
+}
+
+fn progress_bar(len: usize, quiet: bool) -> ProgressBar {
+    let bar = if quiet {
         ProgressBar::hidden()
     } else {
-        ProgressBar::new(work.pending.len() as u64)
+        ProgressBar::new(len as u64)
     };
     bar.set_style(
         ProgressStyle::with_template(
@@ -294,10 +326,87 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         ),
     );
     bar.tick();
+    bar
+}
+
+/// --validate K: re-run K points on the reference and print the agreement.
+fn validate_on_reference(
+    a: &SweepArgs,
+    spec: &SweepSpec,
+    plan: &Plan,
+    opts: &RunOptions,
+    k: usize,
+) -> Result<()> {
+    if a.backend == Backend::Reference {
+        println!("--validate: the sweep ran on the reference already; nothing to compare");
+        return Ok(());
+    }
+    if k == 0 {
+        return Ok(());
+    }
+    println!("validating {k} points on the reference solver ...");
+    let v = run::validate(spec, plan, opts, k)?;
+    println!(
+        "validation: class agrees on {}/{} points; max |diff|: {} -> {}",
+        v.class_agree,
+        v.points,
+        v.max_abs_diff
+            .iter()
+            .filter(
+                |(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"].contains(&m.as_str())
+            )
+            .map(|(m, d)| if d.is_nan() {
+                format!("{m} none comparable")
+            } else {
+                format!("{m} {d:.2e}")
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        v.path.display()
+    );
+    Ok(())
+}
+
+pub fn run(a: SweepArgs) -> Result<ExitCode> {
+    let spec = load_spec(&a)?;
+    let limit = a.estimate.limit()?;
+    let shard = shard_of(&a)?;
+    let plan = Plan::for_shard(&spec, shard)?;
+    let opts = run_options(&a, &plan, shard)?;
+    let estimates = estimate_points(&spec, &plan.shard(shard), a.backend, limit)?;
+    if spec.refine.is_some() || spec.adaptive.is_some() {
+        if a.validate.is_some() {
+            bail!("--validate: not supported with [refine] or adaptive repeats yet");
+        }
+        return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet);
+    }
+    let work = if a.dry_run {
+        run::preview(&spec, &plan, &opts)?
+    } else {
+        run::work(&spec, &plan, &opts)?
+    };
+    report_quarantined(&work, a.dry_run);
+    print_plan(&a, &spec, &work, &opts);
+    let costs = pending_costs(&work, &estimates);
+    if a.dry_run {
+        print_dry_run(&a, &spec, &work, &costs)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if costs.iter().sum::<f64>() > SHOW_ABOVE {
+        print_total(&work, &costs, a.backend);
+        if let Some((i, _)) = costs.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1)) {
+            let id = work.pending[i].point_id;
+            if let Some(e) = estimates.get(&id) {
+                println!("  costliest point {id}: {}", describe(e));
+            }
+        }
+    }
+
+    let bar = progress_bar(work.pending.len(), a.quiet);
     let summary = run::run(&spec, &work.pending, &opts, |done| {
         bar.set_position(done as u64)
     })
-    .with_context(|| format!("sweep {} -> {}", a.file.display(), out.display()))?;
+    .with_context(|| format!("sweep {} -> {}", a.file.display(), opts.out.display()))?;
     bar.finish_and_clear();
     let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
     println!(
@@ -306,36 +415,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     );
     println!(
         "dataset -> {} (read with DuckDB: SELECT * FROM '{}/shard=*/*.parquet')",
-        out.display(),
-        out.display()
+        opts.out.display(),
+        opts.out.display()
     );
-
     if let Some(k) = a.validate {
-        if a.backend == Backend::Reference {
-            println!("--validate: the sweep ran on the reference already; nothing to compare");
-        } else if k > 0 {
-            println!("validating {k} points on the reference solver ...");
-            let v = run::validate(&spec, &plan, &opts, k)?;
-            println!(
-                "validation: class agrees on {}/{} points; max |diff|: {} -> {}",
-                v.class_agree,
-                v.points,
-                v.max_abs_diff
-                    .iter()
-                    .filter(
-                        |(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"]
-                            .contains(&m.as_str())
-                    )
-                    .map(|(m, d)| if d.is_nan() {
-                        format!("{m} none comparable")
-                    } else {
-                        format!("{m} {d:.2e}")
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                v.path.display()
-            );
-        }
+        validate_on_reference(&a, &spec, &plan, &opts, k)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -18,6 +18,7 @@ use super::layout::{
     robots_per_workgroup, Control, InstanceInts, KernelShape, MatrixLayout,
     LOOP_ITERATIONS_PER_STEP, SOFTWARE_LOOP_BUDGET,
 };
+use super::point_budget::{Budgets, BUDGET_STOP};
 use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
 use super::{GpuError, Precision};
@@ -67,6 +68,8 @@ struct Dispatch<'a> {
     pipeline: &'a wgpu::ComputePipeline,
     bind: &'a wgpu::BindGroup,
     ctl: &'a wgpu::Buffer,
+    /// The status words (a budget stop is written here between dispatches).
+    status: &'a wgpu::Buffer,
     batch: u32,
     groups: u32,
 }
@@ -275,6 +278,7 @@ impl<'a> GpuEngine<'a> {
         with_state: bool,
     ) -> Result<Vec<(PointResult, Vec<f64>)>, GpuError> {
         let start = Instant::now();
+        let mut budgets = Budgets::new(cfgs);
         let precision = self.ctx.precision;
         let shape = KernelShape::of(&cfgs[0].params);
         let n_legs = shape.n_legs;
@@ -342,7 +346,8 @@ impl<'a> GpuEngine<'a> {
         let status_buf = storage(
             "status",
             bytemuck::cast_slice(&vec![0u32; b]),
-            wgpu::BufferUsages::COPY_SRC,
+            // COPY_DST: a budget stop is written between dispatches.
+            wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
         );
         let ctl_buf = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("control"),
@@ -365,22 +370,23 @@ impl<'a> GpuEngine<'a> {
             ],
         });
         let groups = (b as u32).div_ceil(robots_per_workgroup(n_legs) as u32);
-        let total_steps = |plans: &[InstancePlan]| {
+        let totals = |plans: &[InstancePlan]| -> Vec<u32> {
             plans
                 .iter()
-                .map(|p| p.sched.total_steps() as u32)
-                .max()
-                .unwrap_or(0)
+                .map(|p| p.sched.total_steps().min(u32::MAX as usize - 1) as u32)
+                .collect()
         };
+        let total_steps = |plans: &[InstancePlan]| totals(plans).into_iter().max().unwrap_or(0);
         let run = Dispatch {
             pipeline: &pipeline,
             bind: &bind,
             ctl: &ctl_buf,
+            status: &status_buf,
             batch: b as u32,
             groups,
         };
         let mut last_step = total_steps(&plans);
-        self.dispatch_steps(&run, 0, last_step)?;
+        self.dispatch_steps(&run, 0, last_step, &mut budgets, &totals(&plans))?;
         // SoA: slots [from, SLOTS) of every instance are one contiguous range.
         let word = self.word();
         let read_from = |from: usize| -> Result<(Vec<f64>, Vec<u32>), GpuError> {
@@ -401,7 +407,8 @@ impl<'a> GpuEngine<'a> {
             let (state, status) = read_from(lay.sums())?;
             let mut longer = false;
             for (i, cfg) in cfgs.iter().enumerate() {
-                let m = finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], 0.0);
+                let stop = budgets.stopped_at(i);
+                let m = finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], stop, 0.0);
                 let pl = &mut plans[i];
                 let window_len = cfg.metrics.window_len(cfg.params.t_final);
                 let next = m
@@ -432,7 +439,7 @@ impl<'a> GpuEngine<'a> {
                 .write_buffer(&ints_buf, 0, bytemuck::cast_slice(&ints));
             let from = last_step + 1;
             last_step = total_steps(&plans);
-            self.dispatch_steps(&run, from, last_step)?;
+            self.dispatch_steps(&run, from, last_step, &mut budgets, &totals(&plans))?;
         }
         let from = if with_state { 0 } else { lay.sums() };
         let (state, status) = read_from(from)?;
@@ -446,8 +453,9 @@ impl<'a> GpuEngine<'a> {
                 } else {
                     Vec::new()
                 };
+                let stop = budgets.stopped_at(i);
                 (
-                    finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], wall),
+                    finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], stop, wall),
                     qv,
                 )
             })
@@ -455,14 +463,23 @@ impl<'a> GpuEngine<'a> {
     }
 
     /// Dispatch steps `from..=last` of every instance (an instance past its own last
-    /// step idles), in chunks of [`GpuEngine::steps_per_dispatch`].
-    fn dispatch_steps(&self, run: &Dispatch, from: u32, last: u32) -> Result<(), GpuError> {
+    /// step idles), in chunks of [`GpuEngine::steps_per_dispatch`], cut at the step
+    /// budgets; an instance past its budget is stopped between two dispatches, and
+    /// dispatching ends when no instance runs any more. `totals`: each one's last step.
+    fn dispatch_steps(
+        &self,
+        run: &Dispatch,
+        from: u32,
+        last: u32,
+        budgets: &mut Budgets,
+        totals: &[u32],
+    ) -> Result<(), GpuError> {
         let dev = &self.ctx.device;
         let chunk = self.steps_per_dispatch();
         let mut begin = from;
         let mut dispatches = 0u64;
         while begin <= last {
-            let end = begin.saturating_add(chunk).min(last + 1);
+            let end = budgets.cut(begin, begin.saturating_add(chunk).min(last + 1));
             let ctl = Control {
                 batch: run.batch,
                 step_begin: begin,
@@ -487,6 +504,42 @@ impl<'a> GpuEngine<'a> {
                     .map_err(|e| GpuError::Execution(e.to_string()))?;
             }
             begin = end;
+            if budgets.any() {
+                self.stop_over_budget(run, budgets, end, totals)?;
+                if !budgets.running(end, totals) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop the instances that are past their budget after steps `..end`: their status
+    /// word becomes [`BUDGET_STOP`] before the next dispatch (queue order), unless the
+    /// instance diverged in the dispatches before (its word already says so).
+    fn stop_over_budget(
+        &self,
+        run: &Dispatch,
+        budgets: &mut Budgets,
+        end: u32,
+        totals: &[u32],
+    ) -> Result<(), GpuError> {
+        let over = budgets.over(end, totals);
+        if over.is_empty() {
+            return Ok(());
+        }
+        let words: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&self.read(run.status, 0, 4 * run.batch as u64)?);
+        for i in over {
+            if words[i] != 0 {
+                budgets.unstop(i);
+            } else {
+                self.ctx.queue.write_buffer(
+                    run.status,
+                    4 * i as u64,
+                    bytemuck::bytes_of(&BUDGET_STOP),
+                );
+            }
         }
         Ok(())
     }
@@ -537,6 +590,7 @@ fn finish_instance(
     b: usize,
     i: usize,
     status_word: u32,
+    budget_stop: Option<u64>,
     wall: f64,
 ) -> PointResult {
     let at = |s: usize| state[s * b + i];
@@ -546,14 +600,25 @@ fn finish_instance(
     // The horizon of this segment (t_final unless the run was continued).
     let t_run = sched.time(sched.n_samples);
     let time = |k: usize| sched.time(k);
-    let (status, last_k) = match status_word as usize {
-        0 => (Status::Ok, sched.n_samples),
-        k => (Status::Diverged { time: time(k - 1) }, k - 2),
+    let (status, last_k) = match (status_word, budget_stop) {
+        // Stopped over budget after `done` steps (its metrics are blanked below).
+        (BUDGET_STOP, Some(done)) => {
+            let done = done as usize;
+            let time = done as f64 * plan.h;
+            (Status::BudgetExceeded { time }, sched.sample_at(done))
+        }
+        (0, _) => (Status::Ok, sched.n_samples),
+        (k, _) => (
+            Status::Diverged {
+                time: time(k as usize - 1),
+            },
+            k as usize - 2,
+        ),
     };
-    let steps = if last_k == sched.n_samples {
-        sched.total_steps()
-    } else {
-        (last_k + 1) * sched.steps_per_sample
+    let steps = match (status, budget_stop) {
+        (Status::BudgetExceeded { .. }, Some(done)) => done as usize,
+        _ if last_k == sched.n_samples => sched.total_steps(),
+        _ => (last_k + 1) * sched.steps_per_sample,
     };
     let win_count = (last_k + 1).saturating_sub(sched.window_first);
     // The running sums of src/gpu/tally.rs, by name.
@@ -597,7 +662,10 @@ fn finish_instance(
     };
     let acc = MetricsAccumulator::from_tally(p, &cfg.metrics, tally);
     PointResult {
-        metrics: acc.finish(status),
+        metrics: match status {
+            Status::BudgetExceeded { .. } => crate::simulate::blank_unless_ok(acc.finish(status)),
+            _ => acc.finish(status),
+        },
         stats: SolverStats {
             steps,
             fixed_step: plan.h,

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod instance;
 pub mod kernel;
 pub mod layout;
+pub mod point_budget;
 pub mod shader;
 pub mod tally;
 

@@ -7,7 +7,7 @@ use crate::sample::SampleTimes;
 
 /// Output samples k = 0..=`n_samples` at `time(k)`; sample k ends after `steps_to(k)`
 /// steps of `h`. Every interval has `steps_per_sample` steps except the last, which
-/// ends exactly at t_final.
+/// ends exactly at t_final. Built in O(1) whatever t_final: nothing is enumerated.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SampleSchedule {
     pub h: f64,
@@ -50,8 +50,8 @@ impl SampleSchedule {
         let mid = window_start + 0.5 * (t_run - window_start);
         let window_mid = metrics
             .first_sample_from(mid, t_run)
-            .max(window_first + 1)
-            .min(n_samples + 1);
+            .max(window_first.saturating_add(1))
+            .min(n_samples.saturating_add(1));
         SampleSchedule {
             h,
             times,
@@ -99,7 +99,10 @@ impl SampleSchedule {
         if k == 0 {
             0
         } else {
-            (k - 1) * self.steps_per_sample + self.steps_in(k)
+            // Saturating: an unchecked horizon of 1e18 s must not wrap around.
+            (k - 1)
+                .saturating_mul(self.steps_per_sample)
+                .saturating_add(self.steps_in(k))
         }
     }
 
@@ -143,6 +146,19 @@ mod tests {
         assert_eq!(s.window_mid, 8);
         // A short last interval cannot be continued on the same grid ...
         assert_eq!(s.continued(&m, 0.21, 0.0525), None);
+    }
+
+    /// A horizon of 1e18 s (1e20 samples, more than usize holds) is built at once and
+    /// saturates instead of wrapping: an engine given it runs until its budget ends it.
+    #[test]
+    fn an_absurd_horizon_is_built_in_constant_time() {
+        let m = MetricsSettings::default();
+        let s = SampleSchedule::new(&m, 1e18, 2.5e-4);
+        assert_eq!(s.n_samples, usize::MAX - 1);
+        assert_eq!(s.steps_per_sample, 40);
+        assert_eq!(s.total_steps(), usize::MAX);
+        assert!(s.window_first > 0 && s.window_first <= s.n_samples + 1);
+        assert!(s.window_mid >= s.window_first);
     }
 
     #[test]

@@ -36,12 +36,13 @@ pub enum SweepError {
         key: String,
         message: String,
     },
-    #[error("{file}: {context}: {source}")]
+    /// A configuration error at `context` in `file` (the file and the place inside it
+    /// said once: the cause's own place is left out of the message).
+    #[error("{file}: {context}: {}", cause.detail())]
     Config {
         file: String,
         context: String,
-        #[source]
-        source: Box<ConfigError>,
+        cause: Box<ConfigError>,
     },
     #[error("{path}: {source}")]
     Io {

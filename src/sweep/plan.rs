@@ -141,7 +141,7 @@ pub fn combo_points(
     let point_err = |point_id: u64, source: ConfigError| SweepError::Config {
         file: spec.file.clone(),
         context: format!("point {point_id} ({})", desc.join(", ")),
-        source: Box::new(source),
+        cause: Box::new(source),
     };
     let params = crate::Params::from_toml_table(table).map_err(|source| {
         point_err(

@@ -184,7 +184,7 @@ impl Ctx<'_> {
 impl SweepSpec {
     /// Read and check a sweep file.
     pub fn from_file(path: &Path) -> Result<SweepSpec, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io {
+        let text = crate::input_file::read_limited(path).map_err(|source| SweepError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -203,205 +203,34 @@ impl SweepSpec {
         default_name: &str,
     ) -> Result<SweepSpec, SweepError> {
         let cx = Ctx { file };
-        let mut top: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| SweepError::Toml {
-                file: file.to_string(),
-                message: e.to_string(),
-            })?;
-        if let Some(k) = top.keys().find(|k| !TOP_KEYS.contains(&k.as_str())) {
-            return Err(cx.err(
-                k.clone(),
-                format!(
-                    "unknown key; allowed at the top level: {}",
-                    TOP_KEYS.join(", ")
-                ),
-            ));
-        }
-        let name = match top.remove("name") {
-            Some(v) => cx.string("name", &v)?,
-            None => default_name.to_string(),
-        };
-        let description = match top.remove("description") {
-            Some(v) => cx.string("description", &v)?,
-            None => String::new(),
-        };
-        let seed = match top.remove("seed") {
-            Some(v) => cx.int("seed", &v, 0, i64::MAX)? as u64,
-            None => 0,
-        };
-        let (repeats, adaptive) = match top.remove("repeats") {
-            Some(toml::Value::Table(t)) => {
-                let a = crate::sweep::adaptive::AdaptiveRepeats::parse(file, t)?;
-                (a.max, Some(a))
-            }
-            Some(v) => (cx.int("repeats", &v, 1, 1_000_000)? as usize, None),
-            None => (1, None),
-        };
-        let until_settled = match top.remove("until_settled") {
-            Some(v) => Some(cx.number("until_settled", &v)?),
-            None => None,
-        };
+        let mut top = parse_top(&cx, text)?;
+        let head = Header::read(&cx, &mut top, default_name)?;
         let refine_table = top.remove("refine");
-        let random_phases = match top.remove("random_phases") {
-            Some(toml::Value::Boolean(b)) => b,
-            Some(other) => {
-                return Err(cx.err(
-                    "random_phases",
-                    format!("expected true or false, got {} `{other}`", other.type_str()),
-                ))
-            }
-            None => repeats > 1,
-        };
-        let zip_all = match top.remove("combine") {
-            Some(v) => match cx.string("combine", &v)?.as_str() {
-                "product" => false,
-                "zip" => true,
-                other => {
-                    return Err(cx.err(
-                        "combine",
-                        format!("`{other}` is not allowed: use \"product\" or \"zip\""),
-                    ))
-                }
-            },
-            None => false,
-        };
-        let base = match top.remove("base") {
-            Some(toml::Value::Table(t)) => t,
-            Some(other) => {
-                return Err(cx.err(
-                    "base",
-                    format!("expected a table [base], got {}", other.type_str()),
-                ))
-            }
-            None => toml::Table::new(),
-        };
-        // Random phases replace every point's psi_init: never silently.
-        if random_phases && base.contains_key("psi_init") {
-            return Err(cx.err(
-                "random_phases",
-                "random initial phases (`random_phases = true`, the default with repeats > 1) \
-                 would replace the `psi_init` given in [base]: set `random_phases = false` to \
-                 keep it, or remove it",
-            ));
-        }
-        for k in base.keys() {
-            if spec(k).is_none() && !LIST_PARAMS.contains(&k.as_str()) {
-                return Err(cx.err(
-                    format!("base.{k}"),
-                    format!("unknown parameter; known are {}", param_names()),
-                ));
-            }
-        }
-        // The base configuration: parameters plus settings tables, read like a config file.
-        let mut cfg_table = base.clone();
-        for k in ["solver", "metrics", "fixed_step"] {
-            if let Some(v) = top.remove(k) {
-                if !v.is_table() {
-                    return Err(cx.err(k, format!("expected a table [{k}], got {}", v.type_str())));
-                }
-                cfg_table.insert(k.to_string(), v);
-            }
-        }
-        let cfg_text = toml::to_string(&cfg_table).map_err(|e| SweepError::Toml {
-            file: file.to_string(),
-            message: e.to_string(),
-        })?;
-        let config =
-            RunConfig::from_toml_str(&cfg_text, file).map_err(|source| SweepError::Config {
-                file: file.to_string(),
-                context: "[base]".into(),
-                source: Box::new(source),
-            })?;
-
-        let axes_v = match top.remove("axes") {
-            Some(toml::Value::Array(a)) => a,
-            Some(other) => {
-                return Err(cx.err(
-                    "axes",
-                    format!(
-                        "expected an array of tables [[axes]], got {}",
-                        other.type_str()
-                    ),
-                ))
-            }
-            None => Vec::new(),
-        };
-        let mut axes = Vec::with_capacity(axes_v.len());
-        for (i, v) in axes_v.into_iter().enumerate() {
-            axes.push(parse_axis(&cx, i, v, seed)?);
-        }
-        for (i, a) in axes.iter().enumerate() {
-            if let Some(j) = axes[..i].iter().position(|b| b.param == a.param) {
-                return Err(cx.err(
-                    format!("axes[{i}].param"),
-                    format!("`{}` is already swept by axes[{j}]", a.param),
-                ));
-            }
-        }
-
-        // Groups: zipped within, product across, in order of first appearance.
-        let mut groups: Vec<(Option<String>, Vec<usize>)> = Vec::new();
-        for (i, a) in axes.iter().enumerate() {
-            let key = if zip_all {
-                Some(String::new())
-            } else {
-                a.group.clone()
-            };
-            match groups.iter_mut().find(|(g, _)| key.is_some() && *g == key) {
-                Some((_, members)) => members.push(i),
-                None => groups.push((key, vec![i])),
-            }
-        }
-        for (_, members) in &groups {
-            let n0 = axes[members[0]].values.len();
-            for &m in &members[1..] {
-                if axes[m].values.len() != n0 {
-                    return Err(cx.err(
-                        format!("axes[{m}]"),
-                        format!(
-                            "zipped axes need equal lengths: `{}` has {} values, `{}` has {n0}",
-                            axes[m].param,
-                            axes[m].values.len(),
-                            axes[members[0]].param
-                        ),
-                    ));
-                }
-            }
-        }
-        let groups: Vec<Vec<usize>> = groups.into_iter().map(|(_, m)| m).collect();
-        let combos = groups
-            .iter()
-            .try_fold(1usize, |acc, g| acc.checked_mul(axes[g[0]].values.len()));
-        match combos.and_then(|c| c.checked_mul(repeats)) {
-            Some(n) if n <= MAX_POINTS => {}
-            _ => {
-                return Err(cx.err(
-                    "axes",
-                    format!("the sweep has more than {MAX_POINTS} points: split it"),
-                ))
-            }
-        }
+        let base = read_base(&cx, &mut top, head.random_phases)?;
+        let config = base_config(&cx, &base, &mut top)?;
+        let axes = read_axes(&cx, &mut top, head.seed)?;
+        let groups = group_axes(&cx, &axes, head.zip_all)?;
+        check_point_count(&cx, &axes, &groups, head.repeats)?;
 
         // Every point continues to the same horizon (`sweep::run::apply_until_settled`).
         let config = RunConfig {
-            until_settled,
+            until_settled: head.until_settled,
             ..config
         };
         let spec = SweepSpec {
             file: file.to_string(),
             text: text.to_string(),
-            name,
-            description,
-            seed,
-            repeats,
-            random_phases,
+            name: head.name,
+            description: head.description,
+            seed: head.seed,
+            repeats: head.repeats,
+            random_phases: head.random_phases,
             base,
             config,
             axes,
             groups,
-            adaptive,
-            until_settled,
+            adaptive: head.adaptive,
+            until_settled: head.until_settled,
             refine: None,
         };
         let spec = match refine_table {
@@ -440,23 +269,24 @@ impl SweepSpec {
                 || (f == "dt_out" || f == "window_start") && self.axis("t_final").is_some()
                 || LIST_PARAMS.contains(&f) && self.axis("n_legs").is_some()
         };
-        let field = match self.config.validate() {
+        let error = match self.config.validate() {
             Ok(()) => return Ok(()),
-            Err(ConfigError::Param { ref source, .. }) => param_of(source).to_string(),
-            Err(ConfigError::Setting {
-                source: crate::error::SettingsError::OutOfRange { ref field, .. },
-                ..
-            }) => field.clone(),
-            Err(_) => String::new(),
+            Err(e) => e,
         };
-        match self.config.validate() {
-            Err(source) if !swept(&field) => Err(SweepError::Config {
-                file: self.file.clone(),
-                context: "[base]".into(),
-                source: Box::new(source),
-            }),
-            _ => Ok(()),
+        let inputs: Vec<String> = match &error {
+            ConfigError::Param { source, .. } => {
+                source.inputs().into_iter().map(String::from).collect()
+            }
+            ConfigError::Setting {
+                source: crate::error::SettingsError::OutOfRange { field, .. },
+                ..
+            } => vec![field.clone()],
+            _ => Vec::new(),
+        };
+        if inputs.iter().any(|f| swept(f)) {
+            return Ok(());
         }
+        Err(config_error(self.file.clone(), error))
     }
 
     /// Every axis value on its own over the base must be readable and in range
@@ -469,7 +299,7 @@ impl SweepSpec {
                 let checked = Params::from_toml_table(t).and_then(|p| match p.validate() {
                     Err(e @ ParamError::OutOfRange { .. })
                     | Err(e @ ParamError::NotInteger { .. })
-                        if param_of(&e) == a.param =>
+                        if e.field() == a.param =>
                     {
                         Err(e)
                     }
@@ -479,7 +309,7 @@ impl SweepSpec {
                     return Err(SweepError::Config {
                         file: self.file.clone(),
                         context: format!("axes[{i}] `{}` = {v}", a.param),
-                        source: Box::new(ConfigError::Param {
+                        cause: Box::new(ConfigError::Param {
                             path: "parameters".into(),
                             source,
                         }),
@@ -535,16 +365,6 @@ fn round_sig(x: f64) -> f64 {
     format!("{x:.11e}").parse().unwrap_or(x)
 }
 
-fn param_of(e: &ParamError) -> &str {
-    match e {
-        ParamError::OutOfRange { field, .. }
-        | ParamError::NotInteger { field, .. }
-        | ParamError::WrongLength { field, .. }
-        | ParamError::BadValue { field, .. } => field,
-        ParamError::UnknownKey(k) | ParamError::BadAssignment(k) => k,
-    }
-}
-
 fn param_names() -> String {
     SCALAR_PARAMS
         .iter()
@@ -552,6 +372,301 @@ fn param_names() -> String {
         .chain(LIST_PARAMS.iter().copied())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The file's TOML, its top-level keys checked.
+fn parse_top(cx: &Ctx, text: &str) -> Result<toml::Table, SweepError> {
+    let top: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| SweepError::Toml {
+            file: cx.file.to_string(),
+            message: e.to_string(),
+        })?;
+    if let Some(k) = top.keys().find(|k| !TOP_KEYS.contains(&k.as_str())) {
+        return Err(cx.err(
+            k.clone(),
+            format!(
+                "unknown key; allowed at the top level: {}",
+                TOP_KEYS.join(", ")
+            ),
+        ));
+    }
+    Ok(top)
+}
+
+/// The top-level keys that are not tables.
+struct Header {
+    name: String,
+    description: String,
+    seed: u64,
+    repeats: usize,
+    adaptive: Option<crate::sweep::adaptive::AdaptiveRepeats>,
+    until_settled: Option<f64>,
+    random_phases: bool,
+    zip_all: bool,
+}
+
+impl Header {
+    fn read(cx: &Ctx, top: &mut toml::Table, default_name: &str) -> Result<Header, SweepError> {
+        let name = match top.remove("name") {
+            Some(v) => cx.string("name", &v)?,
+            None => default_name.to_string(),
+        };
+        let description = match top.remove("description") {
+            Some(v) => cx.string("description", &v)?,
+            None => String::new(),
+        };
+        let seed = match top.remove("seed") {
+            Some(v) => cx.int("seed", &v, 0, i64::MAX)? as u64,
+            None => 0,
+        };
+        let (repeats, adaptive) = match top.remove("repeats") {
+            Some(toml::Value::Table(t)) => {
+                let a = crate::sweep::adaptive::AdaptiveRepeats::parse(cx.file, t)?;
+                (a.max, Some(a))
+            }
+            Some(v) => (cx.int("repeats", &v, 1, 1_000_000)? as usize, None),
+            None => (1, None),
+        };
+        let until_settled = match top.remove("until_settled") {
+            Some(v) => Some(cx.number("until_settled", &v)?),
+            None => None,
+        };
+        let random_phases = match top.remove("random_phases") {
+            Some(toml::Value::Boolean(b)) => b,
+            Some(other) => {
+                return Err(cx.err(
+                    "random_phases",
+                    format!("expected true or false, got {} `{other}`", other.type_str()),
+                ))
+            }
+            None => repeats > 1,
+        };
+        let zip_all = match top.remove("combine") {
+            Some(v) => match cx.string("combine", &v)?.as_str() {
+                "product" => false,
+                "zip" => true,
+                other => {
+                    return Err(cx.err(
+                        "combine",
+                        format!("`{other}` is not allowed: use \"product\" or \"zip\""),
+                    ))
+                }
+            },
+            None => false,
+        };
+        Ok(Header {
+            name,
+            description,
+            seed,
+            repeats,
+            adaptive,
+            until_settled,
+            random_phases,
+            zip_all,
+        })
+    }
+}
+
+/// `[base]` as written: known parameters only, and no `psi_init` that random phases
+/// would replace.
+fn read_base(
+    cx: &Ctx,
+    top: &mut toml::Table,
+    random_phases: bool,
+) -> Result<toml::Table, SweepError> {
+    let base = match top.remove("base") {
+        Some(toml::Value::Table(t)) => t,
+        Some(other) => {
+            return Err(cx.err(
+                "base",
+                format!("expected a table [base], got {}", other.type_str()),
+            ))
+        }
+        None => toml::Table::new(),
+    };
+    // Random phases replace every point's psi_init: never silently.
+    if random_phases && base.contains_key("psi_init") {
+        return Err(cx.err(
+            "random_phases",
+            "random initial phases (`random_phases = true`, the default with repeats > 1) \
+             would replace the `psi_init` given in [base]: set `random_phases = false` to \
+             keep it, or remove it",
+        ));
+    }
+    for k in base.keys() {
+        if spec(k).is_none() && !LIST_PARAMS.contains(&k.as_str()) {
+            return Err(cx.err(
+                format!("base.{k}"),
+                format!("unknown parameter; known are {}", param_names()),
+            ));
+        }
+    }
+    Ok(base)
+}
+
+/// The base configuration: `[base]` parameters plus the settings tables, read like a
+/// config file.
+fn base_config(
+    cx: &Ctx,
+    base: &toml::Table,
+    top: &mut toml::Table,
+) -> Result<RunConfig, SweepError> {
+    let mut cfg_table = base.clone();
+    for k in SETTINGS_TABLES {
+        if let Some(v) = top.remove(k) {
+            if !v.is_table() {
+                return Err(cx.err(k, format!("expected a table [{k}], got {}", v.type_str())));
+            }
+            cfg_table.insert(k.to_string(), v);
+        }
+    }
+    let cfg_text = toml::to_string(&cfg_table).map_err(|e| SweepError::Toml {
+        file: cx.file.to_string(),
+        message: e.to_string(),
+    })?;
+    RunConfig::from_toml_str(&cfg_text, cx.file).map_err(|e| config_error(cx.file.into(), e))
+}
+
+/// The tables of settings a sweep file may hold besides `[base]`.
+const SETTINGS_TABLES: [&str; 3] = ["solver", "metrics", "fixed_step"];
+
+/// A configuration error of the base, placed in its table: `[base]` for a parameter,
+/// the settings table that holds a setting.
+fn config_error(file: String, e: ConfigError) -> SweepError {
+    let context = match &e {
+        ConfigError::Setting {
+            source: crate::error::SettingsError::OutOfRange { field, .. },
+            ..
+        } => settings_table(field),
+        ConfigError::Toml { message, .. } => {
+            // The config reader names the settings table first ("[solver]: ...").
+            let table = SETTINGS_TABLES
+                .iter()
+                .map(|t| format!("[{t}]"))
+                .find(|t| message.starts_with(&format!("{t}: ")));
+            if let Some(t) = table {
+                let message = message[t.len() + 2..].to_string();
+                return SweepError::Config {
+                    file,
+                    context: t,
+                    cause: Box::new(ConfigError::Toml {
+                        path: String::new(),
+                        message,
+                    }),
+                };
+            }
+            "[base]".into()
+        }
+        _ => "[base]".into(),
+    };
+    SweepError::Config {
+        file,
+        context,
+        cause: Box::new(e),
+    }
+}
+
+/// The settings table that holds `field` ("[metrics]" for dt_out), by the tables' own keys.
+fn settings_table(field: &str) -> String {
+    let defaults = RunConfig::default();
+    let tables = [
+        ("solver", toml::Value::try_from(defaults.solver)),
+        ("metrics", toml::Value::try_from(defaults.metrics)),
+        ("fixed_step", toml::Value::try_from(defaults.fixed_step)),
+    ];
+    tables
+        .into_iter()
+        .find(|(_, v)| {
+            v.as_ref()
+                .ok()
+                .and_then(|v| v.as_table())
+                .is_some_and(|t| t.contains_key(field))
+        })
+        .map(|(t, _)| format!("[{t}]"))
+        .unwrap_or_else(|| "settings".into())
+}
+
+/// The `[[axes]]`, each parsed, no parameter swept twice.
+fn read_axes(cx: &Ctx, top: &mut toml::Table, seed: u64) -> Result<Vec<Axis>, SweepError> {
+    let axes_v = match top.remove("axes") {
+        Some(toml::Value::Array(a)) => a,
+        Some(other) => {
+            return Err(cx.err(
+                "axes",
+                format!(
+                    "expected an array of tables [[axes]], got {}",
+                    other.type_str()
+                ),
+            ))
+        }
+        None => Vec::new(),
+    };
+    let mut axes = Vec::with_capacity(axes_v.len());
+    for (i, v) in axes_v.into_iter().enumerate() {
+        axes.push(parse_axis(cx, i, v, seed)?);
+    }
+    for (i, a) in axes.iter().enumerate() {
+        if let Some(j) = axes[..i].iter().position(|b| b.param == a.param) {
+            return Err(cx.err(
+                format!("axes[{i}].param"),
+                format!("`{}` is already swept by axes[{j}]", a.param),
+            ));
+        }
+    }
+    Ok(axes)
+}
+
+/// Groups: zipped within (equal lengths), product across, in order of first appearance.
+fn group_axes(cx: &Ctx, axes: &[Axis], zip_all: bool) -> Result<Vec<Vec<usize>>, SweepError> {
+    let mut groups: Vec<(Option<String>, Vec<usize>)> = Vec::new();
+    for (i, a) in axes.iter().enumerate() {
+        let key = if zip_all {
+            Some(String::new())
+        } else {
+            a.group.clone()
+        };
+        match groups.iter_mut().find(|(g, _)| key.is_some() && *g == key) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    for (_, members) in &groups {
+        let n0 = axes[members[0]].values.len();
+        for &m in &members[1..] {
+            if axes[m].values.len() != n0 {
+                return Err(cx.err(
+                    format!("axes[{m}]"),
+                    format!(
+                        "zipped axes need equal lengths: `{}` has {} values, `{}` has {n0}",
+                        axes[m].param,
+                        axes[m].values.len(),
+                        axes[members[0]].param
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(groups.into_iter().map(|(_, m)| m).collect())
+}
+
+/// At most [`MAX_POINTS`] points (combinations x repeats, without overflow).
+fn check_point_count(
+    cx: &Ctx,
+    axes: &[Axis],
+    groups: &[Vec<usize>],
+    repeats: usize,
+) -> Result<(), SweepError> {
+    let combos = groups
+        .iter()
+        .try_fold(1usize, |acc, g| acc.checked_mul(axes[g[0]].values.len()));
+    match combos.and_then(|c| c.checked_mul(repeats)) {
+        Some(n) if n <= MAX_POINTS => Ok(()),
+        _ => Err(cx.err(
+            "axes",
+            format!("the sweep has more than {MAX_POINTS} points: split it"),
+        )),
+    }
 }
 
 const RANGE_KEYS: &[&str] = &["start", "stop", "num", "log"];
@@ -582,196 +697,23 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         Some(v) => Some(cx.string(&at("group"), &v)?),
         None => None,
     };
-    let kinds: Vec<String> = t
-        .keys()
-        .filter(|k| AXIS_KINDS.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    if let Some(k) = t.keys().find(|k| !AXIS_KINDS.contains(&k.as_str())) {
-        return Err(cx.err(
-            at(k),
-            format!(
-                "unknown key; an axis has `param`, optional `group`, and one of {}",
-                AXIS_KINDS.join(", ")
-            ),
-        ));
-    }
-    let kind_key = match kinds.as_slice() {
-        [k] => k.clone(),
-        [] => {
-            return Err(cx.err(
-                format!("axes[{i}]"),
-                format!(
-                    "axis `{param}` has no values: give one of {}",
-                    AXIS_KINDS.join(", ")
-                ),
-            ))
-        }
-        _ => {
-            return Err(cx.err(
-                format!("axes[{i}]"),
-                format!(
-                    "axis `{param}` has {}: give exactly one",
-                    kinds.join(" and ")
-                ),
-            ))
-        }
-    };
+    let kind_key = axis_kind_key(cx, i, &param, &t)?;
     let body = t.remove(&kind_key).expect("key listed above");
-    if kind_key == "values" {
-        let list = match body {
-            toml::Value::Array(a) => a,
-            other => {
-                return Err(cx.err(
-                    at("values"),
-                    format!("expected an array of values, got {}", other.type_str()),
-                ))
-            }
-        };
-        if list.is_empty() {
-            return Err(cx.err(at("values"), "empty axis: give at least one value"));
-        }
-        for (j, x) in list.iter().enumerate() {
-            let ok = matches!(
-                (scalar.is_some(), x),
-                (
-                    true,
-                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_)
-                ) | (false, toml::Value::Array(_) | toml::Value::String(_))
-            );
-            if !ok {
-                let expected = if scalar.is_some() {
-                    "a number (angles may be written \"90deg\")"
-                } else if MASK_PARAMS.contains(&param.as_str()) {
-                    "a mask name (\"all\", \"none\", \"first\", \"every_other\") or a list of 0/1"
-                } else {
-                    "a list of numbers, one per leg"
-                };
-                return Err(cx.err(
-                    format!("axes[{i}].values[{j}]"),
-                    format!("expected {expected}, got {} `{x}`", x.type_str()),
-                ));
-            }
-        }
-        return Ok(Axis {
-            param,
-            kind: AxisKind::Values,
-            log: false,
-            group,
-            values: list,
-        });
-    }
-    // Generated axes: only scalar parameters.
-    let Some(sp) = scalar else {
-        return Err(cx.err(
-            at(&kind_key),
-            format!("`{param}` is a per-leg list: sweep it with `values`"),
-        ));
-    };
-    let mut r = match body {
-        toml::Value::Table(r) => r,
-        other => {
+    let (kind, log, values) = if kind_key == "values" {
+        let values = listed_values(cx, i, &param, scalar.is_some(), body)?;
+        (AxisKind::Values, false, values)
+    } else {
+        // Generated axes: only scalar parameters.
+        let Some(sp) = scalar else {
             return Err(cx.err(
                 at(&kind_key),
-                format!(
-                    "expected a table {{ start = .., stop = .., num = .. }}, got {}",
-                    other.type_str()
-                ),
-            ))
-        }
+                format!("`{param}` is a per-leg list: sweep it with `values`"),
+            ));
+        };
+        let r = AxisRange::read(cx, i, &kind_key, body)?;
+        let values = r.generate(cx, i, &param, sp, seed)?;
+        (r.kind, r.log, values)
     };
-    if let Some(k) = r.keys().find(|k| !RANGE_KEYS.contains(&k.as_str())) {
-        return Err(cx.err(
-            format!("axes[{i}].{kind_key}.{k}"),
-            "unknown key; allowed are start, stop, num (and log for random and lhs)",
-        ));
-    }
-    let key = |k: &str| format!("axes[{i}].{kind_key}.{k}");
-    let mut get = |k: &str| {
-        r.remove(k).ok_or_else(|| {
-            cx.err(
-                key(k),
-                format!("missing: `{kind_key}` needs start, stop and num"),
-            )
-        })
-    };
-    let start = cx.number(&key("start"), &get("start")?)?;
-    let stop = cx.number(&key("stop"), &get("stop")?)?;
-    let num_v = get("num")?;
-    let num = match num_v {
-        toml::Value::Integer(0) => return Err(cx.err(key("num"), "empty axis: num must be >= 1")),
-        _ => cx.int(&key("num"), &num_v, 1, MAX_POINTS as i64)? as usize,
-    };
-    let log_flag = match r.remove("log") {
-        None => false,
-        Some(toml::Value::Boolean(b)) if kind_key == "random" || kind_key == "lhs" => b,
-        Some(other) => {
-            return Err(cx.err(
-                key("log"),
-                format!("expected true or false (random and lhs only), got `{other}`"),
-            ))
-        }
-    };
-    let (kind, log) = match kind_key.as_str() {
-        "linspace" => (AxisKind::Linspace, false),
-        "logspace" => (AxisKind::Logspace, true),
-        "random" => (AxisKind::Random, log_flag),
-        _ => (AxisKind::Lhs, log_flag),
-    };
-    if log && (start <= 0.0 || stop <= 0.0) {
-        return Err(cx.err(
-            key(if start <= 0.0 { "start" } else { "stop" }),
-            format!(
-                "{} is out of range: a log-spaced axis needs start and stop > 0",
-                if start <= 0.0 { start } else { stop }
-            ),
-        ));
-    }
-    let is_int = matches!(sp.range, crate::params::Range::Int(..));
-    if is_int && kind != AxisKind::Linspace {
-        return Err(cx.err(
-            at(&kind_key),
-            format!("`{param}` is an integer: sweep it with `values` or `linspace`"),
-        ));
-    }
-    let lerp = |u: f64| {
-        if log {
-            start * (stop / start).powf(u)
-        } else {
-            start + (stop - start) * u
-        }
-    };
-    let mut rng = SplitMix64::derive(seed, &[i as u64 + 1]);
-    let xs: Vec<f64> = match kind {
-        AxisKind::Linspace | AxisKind::Logspace => (0..num)
-            .map(|k| spaced_value(start, stop, log, k, num))
-            .collect(),
-        AxisKind::Random => (0..num).map(|_| lerp(rng.next_f64())).collect(),
-        AxisKind::Lhs => {
-            let perm = rng.permutation(num);
-            perm.iter()
-                .map(|&s| lerp((s as f64 + rng.next_f64()) / num as f64))
-                .collect()
-        }
-        AxisKind::Values => unreachable!("handled above"),
-    };
-    let values = xs
-        .into_iter()
-        .map(|x| {
-            if is_int {
-                let r = x.round();
-                if (x - r).abs() > 1e-9 {
-                    return Err(cx.err(
-                        at(&kind_key),
-                        format!("`{param}` is an integer but the axis gives {x}"),
-                    ));
-                }
-                Ok(toml::Value::Integer(r as i64))
-            } else {
-                Ok(toml::Value::Float(x))
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(Axis {
         param,
         kind,
@@ -779,4 +721,235 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         group,
         values,
     })
+}
+
+/// The one key of `t` that says how the axis' values are given.
+fn axis_kind_key(cx: &Ctx, i: usize, param: &str, t: &toml::Table) -> Result<String, SweepError> {
+    if let Some(k) = t.keys().find(|k| !AXIS_KINDS.contains(&k.as_str())) {
+        return Err(cx.err(
+            format!("axes[{i}].{k}"),
+            format!(
+                "unknown key; an axis has `param`, optional `group`, and one of {}",
+                AXIS_KINDS.join(", ")
+            ),
+        ));
+    }
+    let kinds: Vec<&String> = t.keys().collect();
+    match kinds.as_slice() {
+        [k] => Ok((*k).clone()),
+        [] => Err(cx.err(
+            format!("axes[{i}]"),
+            format!(
+                "axis `{param}` has no values: give one of {}",
+                AXIS_KINDS.join(", ")
+            ),
+        )),
+        _ => Err(cx.err(
+            format!("axes[{i}]"),
+            format!(
+                "axis `{param}` has {}: give exactly one",
+                kinds
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        )),
+    }
+}
+
+/// A `values = [...]` list: numbers for a scalar parameter, lists or names for a
+/// per-leg one (read in full when a point is planned).
+fn listed_values(
+    cx: &Ctx,
+    i: usize,
+    param: &str,
+    scalar: bool,
+    body: toml::Value,
+) -> Result<Vec<toml::Value>, SweepError> {
+    let list = match body {
+        toml::Value::Array(a) => a,
+        other => {
+            return Err(cx.err(
+                format!("axes[{i}].values"),
+                format!("expected an array of values, got {}", other.type_str()),
+            ))
+        }
+    };
+    if list.is_empty() {
+        return Err(cx.err(
+            format!("axes[{i}].values"),
+            "empty axis: give at least one value",
+        ));
+    }
+    for (j, x) in list.iter().enumerate() {
+        let ok = matches!(
+            (scalar, x),
+            (
+                true,
+                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::String(_)
+            ) | (false, toml::Value::Array(_) | toml::Value::String(_))
+        );
+        if !ok {
+            let expected = if scalar {
+                "a number (angles may be written \"90deg\")"
+            } else if MASK_PARAMS.contains(&param) {
+                "a mask name (\"all\", \"none\", \"first\", \"every_other\") or a list of 0/1"
+            } else {
+                "a list of numbers, one per leg"
+            };
+            return Err(cx.err(
+                format!("axes[{i}].values[{j}]"),
+                format!("expected {expected}, got {} `{x}`", x.type_str()),
+            ));
+        }
+    }
+    Ok(list)
+}
+
+/// A generated axis: `{ start, stop, num }` (and `log` for random and lhs).
+struct AxisRange {
+    kind: AxisKind,
+    kind_key: String,
+    start: f64,
+    stop: f64,
+    num: usize,
+    log: bool,
+}
+
+impl AxisRange {
+    fn read(
+        cx: &Ctx,
+        i: usize,
+        kind_key: &str,
+        body: toml::Value,
+    ) -> Result<AxisRange, SweepError> {
+        let mut r = match body {
+            toml::Value::Table(r) => r,
+            other => {
+                return Err(cx.err(
+                    format!("axes[{i}].{kind_key}"),
+                    format!(
+                        "expected a table {{ start = .., stop = .., num = .. }}, got {}",
+                        other.type_str()
+                    ),
+                ))
+            }
+        };
+        let key = |k: &str| format!("axes[{i}].{kind_key}.{k}");
+        if let Some(k) = r.keys().find(|k| !RANGE_KEYS.contains(&k.as_str())) {
+            return Err(cx.err(
+                key(k),
+                "unknown key; allowed are start, stop, num (and log for random and lhs)",
+            ));
+        }
+        let mut get = |k: &str| {
+            r.remove(k).ok_or_else(|| {
+                cx.err(
+                    key(k),
+                    format!("missing: `{kind_key}` needs start, stop and num"),
+                )
+            })
+        };
+        let start = cx.number(&key("start"), &get("start")?)?;
+        let stop = cx.number(&key("stop"), &get("stop")?)?;
+        let num_v = get("num")?;
+        let num = match num_v {
+            toml::Value::Integer(0) => {
+                return Err(cx.err(key("num"), "empty axis: num must be >= 1"))
+            }
+            _ => cx.int(&key("num"), &num_v, 1, MAX_POINTS as i64)? as usize,
+        };
+        let log_flag = match r.remove("log") {
+            None => false,
+            Some(toml::Value::Boolean(b)) if kind_key == "random" || kind_key == "lhs" => b,
+            Some(other) => {
+                return Err(cx.err(
+                    key("log"),
+                    format!("expected true or false (random and lhs only), got `{other}`"),
+                ))
+            }
+        };
+        let (kind, log) = match kind_key {
+            "linspace" => (AxisKind::Linspace, false),
+            "logspace" => (AxisKind::Logspace, true),
+            "random" => (AxisKind::Random, log_flag),
+            _ => (AxisKind::Lhs, log_flag),
+        };
+        if log && (start <= 0.0 || stop <= 0.0) {
+            let (k, x) = if start <= 0.0 {
+                ("start", start)
+            } else {
+                ("stop", stop)
+            };
+            return Err(cx.err(
+                key(k),
+                format!("{x} is out of range: a log-spaced axis needs start and stop > 0"),
+            ));
+        }
+        Ok(AxisRange {
+            kind,
+            kind_key: kind_key.to_string(),
+            start,
+            stop,
+            num,
+            log,
+        })
+    }
+
+    /// The axis' values (integers for an integer parameter).
+    fn generate(
+        &self,
+        cx: &Ctx,
+        i: usize,
+        param: &str,
+        sp: &crate::params::ParamSpec,
+        seed: u64,
+    ) -> Result<Vec<toml::Value>, SweepError> {
+        let at = format!("axes[{i}].{}", self.kind_key);
+        let is_int = matches!(sp.range, crate::params::Range::Int(..));
+        if is_int && self.kind != AxisKind::Linspace {
+            return Err(cx.err(
+                at,
+                format!("`{param}` is an integer: sweep it with `values` or `linspace`"),
+            ));
+        }
+        let (start, stop, num, log) = (self.start, self.stop, self.num, self.log);
+        let lerp = |u: f64| {
+            if log {
+                start * (stop / start).powf(u)
+            } else {
+                start + (stop - start) * u
+            }
+        };
+        let mut rng = SplitMix64::derive(seed, &[i as u64 + 1]);
+        let xs: Vec<f64> = match self.kind {
+            AxisKind::Linspace | AxisKind::Logspace => (0..num)
+                .map(|k| spaced_value(start, stop, log, k, num))
+                .collect(),
+            AxisKind::Random => (0..num).map(|_| lerp(rng.next_f64())).collect(),
+            AxisKind::Lhs => {
+                let perm = rng.permutation(num);
+                perm.iter()
+                    .map(|&s| lerp((s as f64 + rng.next_f64()) / num as f64))
+                    .collect()
+            }
+            AxisKind::Values => unreachable!("a listed axis is not generated"),
+        };
+        xs.into_iter()
+            .map(|x| {
+                if !is_int {
+                    return Ok(toml::Value::Float(x));
+                }
+                let r = x.round();
+                if (x - r).abs() > 1e-9 {
+                    return Err(cx.err(
+                        at.clone(),
+                        format!("`{param}` is an integer but the axis gives {x}"),
+                    ));
+                }
+                Ok(toml::Value::Integer(r as i64))
+            })
+            .collect()
+    }
 }

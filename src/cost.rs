@@ -1,0 +1,291 @@
+//! What a run will cost, known before it starts: the step a fixed-step engine will
+//! really take, the steps and output samples that follow from it, and the wall time
+//! they take at this machine's measured rates. Values derived from the run's settings
+//! that no engine can use (a step below what f64 resolves next to t, more samples
+//! than distinct f64 times) are refused here with the parameters to change.
+//!
+//! Everything is O(1) in t_final: counts are computed as f64, never enumerated.
+
+use std::collections::HashMap;
+
+use crate::error::{DerivedValue, ParamError};
+use crate::model::Robot;
+use crate::simulate::{Backend, RunConfig};
+
+/// Wall seconds per unit of work on the machine the defaults were measured on
+/// (`metachron bench --engines reference,cpu --batch 1,256 --threads 1` and
+/// `metachron simulate` on the paper's robot, 2026-12-04, 2 cores under load ~7;
+/// docs/benchmarks.md). A robot of other size costs in proportion to legs x nodes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    /// One step of the paper's robot on the solo fixed-step path (`simulate --backend cpu`).
+    pub solo_step: f64,
+    /// One robot-step of the lane kernel in a batch, per thread (sweeps).
+    pub batch_step: f64,
+    /// One accepted step of the reference solver.
+    pub reference_step: f64,
+    /// Accepted reference steps per step of the fixed-step scheme over the same time:
+    /// both follow the leg's fastest bending mode.
+    pub reference_steps_per_fixed_step: f64,
+}
+
+/// The measured rates (see [`Rates`]).
+pub const MEASURED: Rates = Rates {
+    solo_step: 6.7e-6,
+    batch_step: 1.7e-6,
+    reference_step: 5.2e-4,
+    // The paper's robot's first second: 14 251 reference steps, 4 200 fixed steps.
+    reference_steps_per_fixed_step: 3.4,
+};
+
+/// Default limit on one point's estimated wall time (s): an hour at [`MEASURED`].
+pub const DEFAULT_POINT_LIMIT: f64 = 3600.0;
+
+/// Most steps a fixed-step run may take: at 2⁴⁰ steps, t + h keeps only 12 of the
+/// 52 bits of h, and the step no longer advances t by h.
+pub const MAX_RESOLVED_STEPS: f64 = 1_099_511_627_776.0;
+
+/// Most output samples of a run (the same bound: sample times k·dt_out stay distinct).
+pub const MAX_SAMPLES: f64 = MAX_RESOLVED_STEPS;
+
+/// The gpu kernel counts steps and samples in 32 bits.
+pub const GPU_MAX_STEPS: f64 = (u32::MAX - 1) as f64;
+
+/// Legs x nodes of the robot the rates were measured on.
+const MEASURED_SIZE: f64 = 45.0;
+
+/// How one point runs: on its own (`simulate`) or in a batch (`sweep`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Solo,
+    Batch,
+}
+
+/// What a point will cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// The horizon it may reach (t_final, or the `until_settled` horizon).
+    pub horizon: f64,
+    /// Output samples up to the horizon.
+    pub samples: f64,
+    /// The fixed step (s); `None` on the adaptive reference.
+    pub h: Option<f64>,
+    /// Steps up to the horizon (the reference: at most its `max_steps`).
+    pub steps: f64,
+    /// Estimated wall seconds on one thread (after `max_steps`, if any, ends it).
+    pub seconds: f64,
+}
+
+/// Check the values derived from `cfg` on `backend` and estimate its cost.
+pub fn estimate(
+    cfg: &RunConfig,
+    backend: Backend,
+    mode: Mode,
+    rates: &Rates,
+) -> Result<Estimate, ParamError> {
+    let h = fixed_step(cfg);
+    estimate_with_step(cfg, backend, mode, rates, h)
+}
+
+fn estimate_with_step(
+    cfg: &RunConfig,
+    backend: Backend,
+    mode: Mode,
+    rates: &Rates,
+    h: f64,
+) -> Result<Estimate, ParamError> {
+    let p = &cfg.params;
+    let horizon = cfg.until_settled.unwrap_or(0.0).max(p.t_final);
+    let samples = horizon / cfg.metrics.dt_out;
+    if !(samples.is_finite() && samples <= MAX_SAMPLES) {
+        return Err(ParamError::Derived(Box::new(DerivedValue {
+            field: "output samples t_final/dt_out".into(),
+            value: samples,
+            allowed: format!("<= {MAX_SAMPLES:e} (sample times k dt_out stay distinct in f64)"),
+            breaks: "sample times collapse onto each other".into(),
+            change: "raise dt_out or lower t_final".into(),
+            inputs: vec!["t_final", "dt_out"],
+        })));
+    }
+    let size = (p.n_legs * p.n_nodes) as f64 / MEASURED_SIZE;
+    let steps = horizon / h;
+    if backend == Backend::Reference {
+        // Adaptive: no step of its own to check; its max_steps ends it.
+        let steps = (steps * rates.reference_steps_per_fixed_step)
+            .min(cfg.solver.max_steps as f64)
+            .ceil();
+        return Ok(Estimate {
+            horizon,
+            samples,
+            h: None,
+            steps,
+            seconds: steps * rates.reference_step * size,
+        });
+    }
+    let change = "the step follows the leg's top bending frequency ~ sqrt(k_m/rho)/spacing^2: \
+                  lower k_m or n_nodes, raise rho or leg_length, or set [fixed_step] h";
+    if !(steps.is_finite() && steps <= MAX_RESOLVED_STEPS) {
+        return Err(ParamError::Derived(Box::new(DerivedValue {
+            field: "fixed step h".into(),
+            value: h,
+            allowed: format!(
+                ">= {:e} s, the horizon {horizon} s / 2^40 (t + h must keep 12 bits of h)",
+                horizon / MAX_RESOLVED_STEPS
+            ),
+            breaks: "the time t + h no longer advances by h".into(),
+            change: change.into(),
+            inputs: vec!["k_m", "rho", "leg_length", "n_nodes", "t_final"],
+        })));
+    }
+    if backend == Backend::Gpu && steps > GPU_MAX_STEPS {
+        return Err(ParamError::Derived(Box::new(DerivedValue {
+            field: "steps of the run (horizon / fixed step h)".into(),
+            value: steps,
+            allowed: format!("<= {GPU_MAX_STEPS:e} on the gpu backend (32-bit step counters)"),
+            breaks: "the gpu kernel's step count overflows".into(),
+            change: format!("{change}; or lower t_final, or use --backend cpu"),
+            inputs: vec!["k_m", "rho", "leg_length", "n_nodes", "t_final"],
+        })));
+    }
+    let run_steps = match cfg.fixed_step.max_steps {
+        Some(m) => steps.min(m as f64),
+        None => steps,
+    };
+    let per_step = match mode {
+        Mode::Solo => rates.solo_step,
+        Mode::Batch => rates.batch_step,
+    };
+    Ok(Estimate {
+        horizon,
+        samples,
+        h: Some(h),
+        steps: steps.ceil(),
+        seconds: run_steps * per_step * size,
+    })
+}
+
+/// The step a fixed-step engine takes for `cfg` (`DkdSettings::step_for`), without
+/// building more than the leg's matrices once.
+pub fn fixed_step(cfg: &RunConfig) -> f64 {
+    let robot = Robot::new(&cfg.params);
+    cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out)
+}
+
+/// Estimates of many points (a sweep's): the step is computed once per distinct leg
+/// and step setting, not once per point.
+#[derive(Debug, Default)]
+pub struct Estimator {
+    steps: HashMap<[u64; 8], f64>,
+}
+
+impl Estimator {
+    pub fn estimate(
+        &mut self,
+        cfg: &RunConfig,
+        backend: Backend,
+        mode: Mode,
+        rates: &Rates,
+    ) -> Result<Estimate, ParamError> {
+        let (p, f) = (&cfg.params, &cfg.fixed_step);
+        let key = [
+            p.n_nodes as u64,
+            p.leg_length.to_bits(),
+            p.rho.to_bits(),
+            p.k_m.to_bits(),
+            f.h.unwrap_or(f64::NAN).to_bits(),
+            f.safety.to_bits(),
+            f.max_step.to_bits(),
+            cfg.metrics.dt_out.to_bits(),
+        ];
+        let h = *self.steps.entry(key).or_insert_with(|| fixed_step(cfg));
+        estimate_with_step(cfg, backend, mode, rates, h)
+    }
+}
+
+/// Seconds as people read them: 42 s, 3.5 min, 2.1 h, 3.0 d.
+pub fn human(seconds: f64) -> String {
+    if seconds < 120.0 {
+        format!("{seconds:.0} s")
+    } else if seconds < 7200.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else if seconds < 3.0 * 86400.0 {
+        format!("{:.1} h", seconds / 3600.0)
+    } else if seconds < 1e6 * 86400.0 {
+        format!("{:.1} d", seconds / 86400.0)
+    } else {
+        format!("{:.1e} years", seconds / (365.25 * 86400.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrate::schedule::SampleSchedule;
+
+    fn small(t_final: f64) -> RunConfig {
+        let mut c = RunConfig::default();
+        c.params.apply_override("n_legs=3").unwrap();
+        c.params.n_nodes = 3;
+        c.params.t_final = t_final;
+        c
+    }
+
+    #[test]
+    fn the_step_count_is_the_schedules_and_scales_with_size() {
+        let c = small(0.105);
+        let e = estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
+        let h = e.h.unwrap();
+        let sched = SampleSchedule::new(&c.metrics, c.params.t_final, h);
+        assert_eq!(e.steps, sched.total_steps() as f64);
+        assert_eq!(
+            e.seconds,
+            e.steps * MEASURED.batch_step * 9.0 / MEASURED_SIZE
+        );
+        // A step budget bounds the cost, not the count.
+        let mut capped = c.clone();
+        capped.fixed_step.max_steps = Some(10);
+        let ec = estimate(&capped, Backend::Cpu, Mode::Batch, &MEASURED).unwrap();
+        assert_eq!(
+            (ec.steps, ec.seconds),
+            (e.steps, 10.0 * MEASURED.batch_step * 0.2)
+        );
+    }
+
+    #[test]
+    fn horizons_beyond_f64_resolution_are_refused_in_constant_time() {
+        // 1e11 s at dt_out 0.01: 1e13 samples, more than distinct f64 sample times.
+        let e = estimate(&small(1e11), Backend::Cpu, Mode::Solo, &MEASURED).unwrap_err();
+        assert!(e.to_string().contains("dt_out"), "{e}");
+        // 1e9 s at the paper's step: 4e12 steps, past 2^40.
+        let mut c = small(1e9);
+        c.metrics.dt_out = 1e3;
+        let e = estimate(&c, Backend::Cpu, Mode::Solo, &MEASURED).unwrap_err();
+        assert!(e.to_string().starts_with("fixed step h"), "{e}");
+        // The adaptive reference has no fixed step to check: its max_steps bounds it.
+        let r = estimate(&c, Backend::Reference, Mode::Solo, &MEASURED).unwrap();
+        assert_eq!(r.steps, c.solver.max_steps as f64);
+        // The gpu kernel's 32-bit step counter.
+        let mut g = small(1.5e6);
+        g.metrics.dt_out = 1.0;
+        let e = estimate(&g, Backend::Gpu, Mode::Batch, &MEASURED).unwrap_err();
+        assert!(e.to_string().contains("32-bit"), "{e}");
+        assert!(estimate(&g, Backend::Cpu, Mode::Batch, &MEASURED).is_ok());
+    }
+
+    #[test]
+    fn the_cached_estimator_agrees_with_a_fresh_estimate() {
+        let mut est = Estimator::default();
+        for k_m in [50.0, 5e3, 50.0] {
+            let mut c = small(0.2);
+            c.params.k_m = k_m;
+            let a = est
+                .estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED)
+                .unwrap();
+            assert_eq!(
+                a,
+                estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap()
+            );
+        }
+        assert_eq!(est.steps.len(), 2);
+    }
+}
