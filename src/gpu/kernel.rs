@@ -296,12 +296,12 @@ fn kick(c: &mut Code, leg: Leg, couple: bool) {
 
 /// The internal couple Q_A of this leg at the step's midpoint into `qa_*` (docs/model.md
 /// (A4); CPU: `lanes::kernel::couple_force`): Q_X = B Y, Q_Y = −B X with
-/// B = c·B_c + s·B_s, (c, s) = f_A A_i (cos θ_i, sin θ_i), θ_i = ω_A t + (i−1)Δφ_A,
-/// the band of B unrolled like the node loops.
+/// B = c·B_c + s·B_s, (c, s) = f_A A_i (cos θ_i, sin θ_i), θ_i = ω_A t + (i−1)Δφ_A: the
+/// bands of B_c and B_s unrolled like the node loops, (c, s) applied to their products.
 fn couple_force(c: &mut Code, leg: Leg) {
     let (n, m) = (leg.n, leg.m());
     let mats = leg.mats;
-    c.line("// The internal couple: B = c·B_c + s·B_s row by row, Q_X = B Y, Q_Y = −B X.");
+    c.line("// The internal couple: Q_X = c·B_c Y + s·B_s Y, Q_Y = −(c·B_c X + s·B_s X).");
     c.line("let axo_sc = sincos(p_axo_omega * ((real(s) - 0.5) * h));");
     c.line("let axo_c = lg_axo_amp * (axo_sc.y * lg_axo_cos - axo_sc.x * lg_axo_sin);");
     c.line("let axo_s = lg_axo_amp * (axo_sc.x * lg_axo_cos + axo_sc.y * lg_axo_sin);");
@@ -311,21 +311,24 @@ fn couple_force(c: &mut Code, leg: Leg) {
             .into_iter()
             .flat_map(|base| (k.saturating_sub(1)..=(k + 1).min(n - 1)).map(move |c| base + c))
             .collect();
-        for &col in &cols {
-            c.line(format!(
-                "let ab_{r}_{col} = axo_c * {} + axo_s * {};",
-                leg.mat(mats.couple_cos(), r, col),
-                leg.mat(mats.couple_sin(), r, col)
-            ));
-        }
-        let sum = |off: usize| {
+        let prod = |at: usize, off: usize| {
             cols.iter()
-                .map(|&col| format!("ab_{r}_{col} * q_{}", off + col))
+                .map(|&col| format!("{} * q_{}", leg.mat(at, r, col), off + col))
                 .collect::<Vec<_>>()
                 .join(" + ")
         };
-        c.line(format!("let qa_{r} = {};", sum(m)));
-        c.line(format!("let qa_{} = -({});", m + r, sum(0)));
+        let (bc, bs) = (mats.couple_cos(), mats.couple_sin());
+        c.line(format!(
+            "let qa_{r} = axo_c * ({}) + axo_s * ({});",
+            prod(bc, m),
+            prod(bs, m)
+        ));
+        c.line(format!(
+            "let qa_{} = -(axo_c * ({}) + axo_s * ({}));",
+            m + r,
+            prod(bc, 0),
+            prod(bs, 0)
+        ));
     }
     c.line(format!("let qa_v_old = {};", leg.dot("qa", "v", 0..2 * m)));
 }

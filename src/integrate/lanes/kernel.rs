@@ -310,10 +310,10 @@ fn body_and_springs<const W: usize, const NN: usize>(
     load
 }
 
-/// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A4)) into
+/// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)) into
 /// `qa`: Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i,
-/// sin θ_i). Row by row, the coefficients of B formed on the way (B's band is the
-/// Hermite matrices' band).
+/// sin θ_i). B_c and B_s have the Hermite band: rows k and n + k go together as in
+/// [`banded_pass`], eight independent sums per node, and (c, s) enter at the end.
 #[inline(always)]
 fn couple_force<const W: usize, const F: bool>(
     m: &BlockModel<W>,
@@ -328,16 +328,30 @@ fn couple_force<const W: usize, const F: bool>(
     let c = lc.axo_amp * cw.mul_add::<F>(lc.axo_cos, -(sw * lc.axo_sin));
     let sn = lc.axo_amp * sw.mul_add::<F>(lc.axo_cos, cw * lc.axo_sin);
     let mm = 2 * n;
-    for row in 0..mm {
-        let cols = band(n, row);
-        let (mut qx, mut qy) = (L::zero(), L::zero());
-        for (k, &col) in cols.iter().enumerate() {
-            let b = c.mul_add::<F>(b_cos.coef[row][k], sn * b_sin.coef[row][k]);
-            qx = b.mul_add::<F>(q[mm + col], qx);
-            qy = b.mul_add::<F>(q[col], qy);
+    let q = &q[..2 * mm];
+    for node in 0..n {
+        let cols = band(n, node);
+        let rows = [node, n + node];
+        let (rc, rs) = (
+            [&b_cos.coef[rows[0]], &b_cos.coef[rows[1]]],
+            [&b_sin.coef[rows[0]], &b_sin.coef[rows[1]]],
+        );
+        // Per row: B_c X, B_c Y, B_s X, B_s Y.
+        let mut acc = [[L::zero(); 4]; 2];
+        for t in 0..6 {
+            let (x, y) = (q[cols[t]], q[mm + cols[t]]);
+            for r in 0..2 {
+                acc[r][0] = rc[r][t].mul_add::<F>(x, acc[r][0]);
+                acc[r][1] = rc[r][t].mul_add::<F>(y, acc[r][1]);
+                acc[r][2] = rs[r][t].mul_add::<F>(x, acc[r][2]);
+                acc[r][3] = rs[r][t].mul_add::<F>(y, acc[r][3]);
+            }
         }
-        s.qa[row] = qx;
-        s.qa[mm + row] = -qy;
+        for (r, &i) in rows.iter().enumerate() {
+            let [cx, cy, sx, sy] = acc[r];
+            s.qa[i] = c.mul_add::<F>(cy, sn * sy);
+            s.qa[mm + i] = -c.mul_add::<F>(cx, sn * sx);
+        }
     }
 }
 
