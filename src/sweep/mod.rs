@@ -4,6 +4,7 @@
 //! written by one process per shard ([`lock`]).
 
 pub mod adaptive;
+pub mod atlas;
 pub mod dataset;
 pub mod lock;
 pub mod plan;
