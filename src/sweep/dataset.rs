@@ -41,6 +41,13 @@ pub const META_FIRST_ID: &str = "metachron.first_point_id";
 pub const META_LAST_ID: &str = "metachron.last_point_id";
 pub const META_ROWS: &str = "metachron.rows";
 pub const META_DIGEST: &str = "metachron.content_digest";
+pub const META_FORMAT: &str = "metachron.format";
+
+/// The rows' format. 2: per-leg lists (`psi_init`, `actuated`, `omega_legs`) are list
+/// columns and each part names the scheme that ran with its settings only. 1 (parts
+/// without this key): those lists were comma-joined text, both settings recorded.
+/// Readers take either.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Where quarantined files go, inside the dataset directory (never read as parts).
 pub const QUARANTINE_DIR: &str = "quarantine";
@@ -58,14 +65,7 @@ pub fn sweep_hash(spec: &SweepSpec) -> String {
 
 /// Scheme label of a backend: the fixed-step scheme or the reference method.
 pub fn scheme_label(spec: &SweepSpec, backend: Backend) -> String {
-    if backend == Backend::Reference {
-        toml::Value::try_from(spec.config.solver.method)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| "reference".into())
-    } else {
-        "dkd-dc".into()
-    }
+    crate::simulate::scheme_name(&spec.config, backend)
 }
 
 /// What ran the points: the backend and its adapter (the GPU's name, type and
@@ -87,8 +87,8 @@ pub fn adapter_label(backend: Backend) -> String {
     }
 }
 
-/// File metadata of a part: the sweep file, version, backend, adapter, scheme, step
-/// settings and classification thresholds.
+/// File metadata of a part: the sweep file, version, dataset format, backend, adapter,
+/// the scheme that ran with its settings, and classification thresholds.
 pub fn part_metadata(
     spec: &SweepSpec,
     backend: Backend,
@@ -96,8 +96,9 @@ pub fn part_metadata(
     chunk_wall_seconds: f64,
 ) -> Vec<(String, String)> {
     let cfg = &spec.config;
-    vec![
+    let mut meta = vec![
         (META_VERSION.into(), crate::VERSION.into()),
+        (META_FORMAT.into(), FORMAT_VERSION.to_string()),
         (META_SWEEP.into(), spec.text.clone()),
         ("metachron.sweep_file".into(), spec.file.clone()),
         ("metachron.sweep_name".into(), spec.name.clone()),
@@ -106,16 +107,15 @@ pub fn part_metadata(
         (META_SHARD.into(), shard.to_string()),
         (META_BACKEND.into(), backend.label().into()),
         (META_ADAPTER.into(), adapter_label(backend)),
-        ("metachron.scheme".into(), scheme_label(spec, backend)),
-        ("metachron.fixed_step".into(), ser(&cfg.fixed_step)),
-        ("metachron.solver".into(), ser(&cfg.solver)),
         ("metachron.metrics_settings".into(), ser(&cfg.metrics)),
         ("metachron.thresholds".into(), ser(&cfg.metrics.thresholds)),
         (
             "metachron.chunk_wall_seconds".into(),
             format!("{chunk_wall_seconds:.3}"),
         ),
-    ]
+    ];
+    meta.extend(crate::simulate::scheme_metadata(cfg, backend));
+    meta
 }
 
 fn ser<T: serde::Serialize>(v: &T) -> String {
@@ -135,6 +135,35 @@ fn failed_metrics(p: &PlannedPoint) -> Metrics {
 /// The rows' schema (what every part of a dataset holds), from an empty chunk.
 pub fn part_schema() -> Result<SchemaRef, OutputError> {
     Ok(chunk_batch(&[], &[], Backend::Cpu, "")?.schema())
+}
+
+/// The dataset format a part declares (parts without the key are format 1).
+pub fn format_of(meta: &HashMap<String, String>) -> Option<u32> {
+    match meta.get(META_FORMAT) {
+        None => Some(1),
+        Some(v) => v.parse().ok(),
+    }
+}
+
+/// The rows' schema in dataset format `format` (1 or [`FORMAT_VERSION`]): format 1
+/// held the per-leg lists as comma-joined text.
+pub fn part_schema_for(format: u32) -> Result<SchemaRef, OutputError> {
+    let now = part_schema()?;
+    if format == FORMAT_VERSION {
+        return Ok(now);
+    }
+    let fields: Vec<arrow_schema::Field> = now
+        .fields()
+        .iter()
+        .map(|f| {
+            if crate::params::LIST_PARAMS.contains(&f.name().as_str()) {
+                field(f.name(), DataType::Utf8, "")
+            } else {
+                f.as_ref().clone()
+            }
+        })
+        .collect();
+    Ok(Arc::new(arrow_schema::Schema::new(fields)))
 }
 
 /// The metadata that lets a part be checked on its own: its rows, id range and digest.
@@ -468,6 +497,33 @@ fn column_of(a: &dyn Array) -> Option<Column> {
     None
 }
 
+/// A per-leg list column as text, one row each: numbers as written, masks as 1/0,
+/// comma-joined ("" for a null row), as format 1 stored them: both formats read alike.
+fn list_text_column(a: &dyn Array) -> Option<Column> {
+    let x = a.as_any().downcast_ref::<ListArray>()?;
+    let text = |i: usize| {
+        if x.is_null(i) {
+            return String::new();
+        }
+        let v = x.value(i);
+        if let Some(f) = v.as_any().downcast_ref::<Float64Array>() {
+            f.values()
+                .iter()
+                .map(|x| format!("{x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        } else if let Some(b) = v.as_any().downcast_ref::<BooleanArray>() {
+            (0..b.len())
+                .map(|k| if b.value(k) { "1" } else { "0" })
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        }
+    };
+    Some(Column::Text((0..x.len()).map(text).collect()))
+}
+
 /// Why `schema` is not a part's schema (a missing or retyped column), if it is not.
 pub fn schema_mismatch(
     schema: &arrow_schema::Schema,
@@ -506,15 +562,25 @@ pub fn schema_mismatch(
     None
 }
 
-/// Read every part file under `dir` into one table of scalar columns. A file that is
-/// not a part of a metachron dataset (its columns differ) is an error naming the file
-/// and the column; `metachron check DIR` says more.
+/// Read every part file under `dir` into one table of scalar columns (the per-leg
+/// parameter lists as text, in either dataset format). A file that is not a part of a
+/// metachron dataset (its columns differ) is an error naming the file and the column;
+/// `metachron check DIR` says more.
 pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
     let mut ds = Dataset::default();
-    let expected = part_schema()?;
     let mut seen = std::collections::HashSet::new();
     for path in part_files(dir)? {
         let (batches, meta) = parquet::read_parquet(&path)?;
+        let expected = match format_of(&meta) {
+            Some(f @ 1..=FORMAT_VERSION) => part_schema_for(f)?,
+            _ => return Err(OutputError::Invalid {
+                path: path.display().to_string(),
+                message: format!(
+                    "dataset format `{}` is not one this metachron reads (1 to {FORMAT_VERSION})",
+                    meta.get(META_FORMAT).cloned().unwrap_or_default()
+                ),
+            }),
+        };
         if let Some(b) = batches.first() {
             if let Some(why) = schema_mismatch(&b.schema(), &expected) {
                 return Err(OutputError::Invalid {
@@ -543,7 +609,12 @@ pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
         for b in batches {
             let schema = b.schema();
             for (f, a) in schema.fields().iter().zip(b.columns()) {
-                let Some(col) = column_of(a.as_ref()) else {
+                let col = if crate::params::LIST_PARAMS.contains(&f.name().as_str()) {
+                    list_text_column(a.as_ref()).or_else(|| column_of(a.as_ref()))
+                } else {
+                    column_of(a.as_ref())
+                };
+                let Some(col) = col else {
                     continue;
                 };
                 match ds.columns.iter_mut().find(|(n, _)| n == f.name()) {

@@ -150,6 +150,19 @@ fn prepare<'a>(
                 )));
             }
         }
+        // Parts of two formats would not read as one table (DuckDB, polars).
+        if let Some(old) = scan
+            .good
+            .iter()
+            .find(|p| p.format != dataset::FORMAT_VERSION)
+        {
+            return Err(SweepError::Dataset(format!(
+                "{} was written in dataset format {} (this metachron writes {}): it reads                  as it is, but cannot be continued; choose another --out",
+                opts.out.display(),
+                old.format,
+                dataset::FORMAT_VERSION
+            )));
+        }
         done = scan.done_ids();
         for (path, defect) in scan.bad {
             if as_writer {

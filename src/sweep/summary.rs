@@ -75,6 +75,15 @@ fn missing(dir: &Path, name: &str) -> OutputError {
     }
 }
 
+/// A per-leg list read as text ("0.5,1,..."; "" when not given: None). The text is the
+/// dataset's own (Rust's shortest round-trip form), so the numbers come back exactly.
+fn parse_list(text: &str) -> Option<Vec<f64>> {
+    if text.is_empty() {
+        return None;
+    }
+    text.split(',').map(|x| x.trim().parse().ok()).collect()
+}
+
 /// Rows of `ds` grouped by `combo` (in combination order).
 pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
     let Some(Column::Num(combo)) = ds.column("combo") else {
@@ -102,20 +111,37 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
         )),
     );
     // Parameters (the first run's: a combination's runs differ only in random inputs
-    // such as psi_init, which is left out) and the refinement level.
+    // such as psi_init, which is left out) and the refinement level, typed as in the
+    // rows: integers as integers, per-leg lists as list columns.
+    let integer = |name: &str| {
+        ["n_actuated", "level"].contains(&name)
+            || SCALAR_PARAMS
+                .iter()
+                .any(|s| s.name == name && matches!(s.range, crate::params::Range::Int(..)))
+    };
     let params = SCALAR_PARAMS
         .iter()
         .map(|s| (s.name, s.unit))
-        .chain([("n_actuated", "1"), ("level", "1")])
-        .chain(
-            LIST_PARAMS
-                .iter()
-                .filter(|&&l| l != "psi_init")
-                .map(|&l| (l, "")),
-        );
+        .chain([("n_actuated", "1"), ("level", "1"), ("actuated", "1")])
+        .chain([("omega_legs", "rad/s")]);
     for (name, unit) in params {
         match ds.column(name) {
+            Some(Column::Num(v)) if integer(name) => {
+                t.u32(name, unit, first.iter().map(|&r| v[r] as u32).collect())
+            }
             Some(Column::Num(v)) => t.f64(name, unit, first.iter().map(|&r| v[r]).collect()),
+            Some(Column::Text(v)) if name == "actuated" => t.bool_list(
+                name,
+                first
+                    .iter()
+                    .map(|&r| v[r].split(',').map(|b| b.trim() == "1").collect())
+                    .collect(),
+            ),
+            Some(Column::Text(v)) if LIST_PARAMS.contains(&name) => t.f64_list_opt(
+                name,
+                unit,
+                first.iter().map(|&r| parse_list(&v[r])).collect(),
+            ),
             Some(Column::Text(v)) => t.string(name, first.iter().map(|&r| v[r].clone()).collect()),
             None => {}
         }

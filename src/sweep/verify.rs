@@ -61,6 +61,8 @@ pub struct GoodPart {
     pub ids: Vec<u64>,
     pub shard: Shard,
     pub version: String,
+    /// Its dataset format ([`ds::FORMAT_VERSION`] or older).
+    pub format: u32,
     pub backend: String,
     pub adapter: String,
 }
@@ -102,11 +104,26 @@ fn parsed<T: std::str::FromStr>(
 /// Check one file on its own (duplicates across files are found by [`scan`]).
 pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     let (batches, m) = read_parquet(path).map_err(|e| Defect::Unreadable(e.to_string()))?;
+    // An older format's part is checked against its own format's schema.
+    let format = match ds::format_of(&m) {
+        Some(f @ 1..=ds::FORMAT_VERSION) => f,
+        _ => {
+            return Err(Defect::BadMetadata {
+                key: ds::META_FORMAT,
+                value: m.get(ds::META_FORMAT).cloned().unwrap_or_default(),
+            })
+        }
+    };
+    let expected = if format == ds::FORMAT_VERSION {
+        exp.schema.clone()
+    } else {
+        ds::part_schema_for(format).map_err(|e| Defect::Schema(e.to_string()))?
+    };
     let schema = batches
         .first()
         .map(|b| b.schema())
-        .unwrap_or_else(|| exp.schema.clone());
-    if let Some(why) = ds::schema_mismatch(&schema, &exp.schema) {
+        .unwrap_or_else(|| expected.clone());
+    if let Some(why) = ds::schema_mismatch(&schema, &expected) {
         return Err(Defect::Schema(why));
     }
     let hash = meta(&m, ds::META_SWEEP_HASH)?;
@@ -177,6 +194,7 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
         ids,
         shard,
         version: text(ds::META_VERSION),
+        format,
         backend: text(ds::META_BACKEND),
         adapter: text(ds::META_ADAPTER),
     })
