@@ -298,7 +298,7 @@ impl Ranged for Ticked {
 
 /// Multiples of a 1-2-5 step inside [lo, hi], about five of them.
 fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    if !(hi > lo) {
+    if hi.is_nan() || lo.is_nan() || hi <= lo {
         return vec![lo];
     }
     let raw = (hi - lo) / 5.0;
