@@ -1074,6 +1074,44 @@ mod tests {
     }
 
     #[test]
+    fn refined_tiles_stay_inside_the_swept_range() {
+        // A 3 x 3 grid on [0, 1] x [1, 100] (log), and one level-1 point at the centre
+        // of its lower-left cell: each tile a grid cell (or a quarter of one) around its
+        // point, clipped at the edges.
+        let mut x = vec![0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.25];
+        let mut y = vec![1.0, 1.0, 1.0, 10.0, 10.0, 10.0, 100.0, 100.0, 100.0];
+        y.push(10f64.sqrt());
+        let level = [vec![0.0; 9], vec![1.0]].concat();
+        let combo: Vec<f64> = (0..10).map(|c| c as f64).collect();
+        let ds = Dataset {
+            columns: vec![
+                ("x".into(), Column::Num(std::mem::take(&mut x))),
+                ("y".into(), Column::Num(y)),
+                ("level".into(), Column::Num(level)),
+                ("combo".into(), Column::Num(combo)),
+            ],
+            ..Dataset::default()
+        };
+        let col = |n: &str| ds.column(n).unwrap();
+        let (xa, ya) = (
+            MapAxis::new("x", col("x"), None),
+            MapAxis::new("y", col("y"), None),
+        );
+        assert!(!xa.log && ya.log);
+        let t = refined_tiles(&ds, &xa, &ya).expect("a refined dataset");
+        assert_eq!(t.rects.len(), 10);
+        for [(x0, y0), (x1, y1)] in &t.rects {
+            assert!(*x0 >= 0.0 && *x1 <= 1.0 && *y0 >= 0.0 && *y1 <= 2.0);
+        }
+        let close =
+            |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12;
+        // The corner point (0, 1): a quarter cell, clipped on two sides.
+        assert!(close(t.rects[0][0], (0.0, 0.0)) && close(t.rects[0][1], (0.25, 0.5)));
+        // The level-1 point, drawn last: half a grid step wide, centred on it.
+        assert!(close(t.rects[9][0], (0.125, 0.25)) && close(t.rects[9][1], (0.375, 0.75)));
+    }
+
+    #[test]
     fn fraction_range_rounds_up_the_largest_fraction() {
         let q = Quantity::Fraction {
             class: Class::Metachronal,

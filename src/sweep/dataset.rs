@@ -573,13 +573,15 @@ pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
         let (batches, meta) = parquet::read_parquet(&path)?;
         let expected = match format_of(&meta) {
             Some(f @ 1..=FORMAT_VERSION) => part_schema_for(f)?,
-            _ => return Err(OutputError::Invalid {
-                path: path.display().to_string(),
-                message: format!(
+            _ => {
+                return Err(OutputError::Invalid {
+                    path: path.display().to_string(),
+                    message: format!(
                     "dataset format `{}` is not one this metachron reads (1 to {FORMAT_VERSION})",
                     meta.get(META_FORMAT).cloned().unwrap_or_default()
                 ),
-            }),
+                })
+            }
         };
         if let Some(b) = batches.first() {
             if let Some(why) = schema_mismatch(&b.schema(), &expected) {
