@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use metachron::model::Robot;
 use metachron::simulate::Backend;
@@ -281,18 +281,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     } else {
         ProgressBar::new(work.pending.len() as u64)
     };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points | {rate} | eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .with_key(
-            "rate",
-            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.2} points/s", s.per_sec());
-            },
-        ),
-    );
+    bar.set_style(super::atlas::bar_style());
     bar.tick();
     let summary = run::run(&spec, &work.pending, &opts, |done| {
         bar.set_position(done as u64)
