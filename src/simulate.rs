@@ -36,6 +36,40 @@ impl Backend {
     }
 }
 
+/// File metadata naming the scheme that ran on `backend` and its settings: the fixed
+/// step's (`metachron.fixed_step`) for the cpu and gpu engines, the ESDIRK method and
+/// tolerances (`metachron.solver`) for the reference; never the other's.
+pub fn scheme_metadata(cfg: &RunConfig, backend: Backend) -> Vec<(String, String)> {
+    match backend {
+        Backend::Reference => vec![
+            ("metachron.scheme".into(), scheme_name(cfg, backend)),
+            (
+                "metachron.solver".into(),
+                toml::to_string(&cfg.solver).unwrap_or_default(),
+            ),
+        ],
+        Backend::Cpu | Backend::Gpu => vec![
+            ("metachron.scheme".into(), scheme_name(cfg, backend)),
+            (
+                "metachron.fixed_step".into(),
+                toml::to_string(&cfg.fixed_step).unwrap_or_default(),
+            ),
+        ],
+    }
+}
+
+/// The scheme a backend runs: the reference's method (`esdirk34`, ...) or `dkd-dc`.
+pub fn scheme_name(cfg: &RunConfig, backend: Backend) -> String {
+    if backend == Backend::Reference {
+        toml::Value::try_from(cfg.solver.method)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "reference".into())
+    } else {
+        "dkd-dc".into()
+    }
+}
+
 /// Everything that defines a run besides the backend.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -98,13 +98,17 @@ fn timeseries_and_metrics_round_trip_through_parquet() {
             .value(0),
         9
     );
+    // The mask is a list of booleans, one per leg.
     let mask = col("actuated");
+    let mask = mask.as_any().downcast_ref::<ListArray>().unwrap().value(0);
+    let mask = mask
+        .as_any()
+        .downcast_ref::<arrow_array::BooleanArray>()
+        .unwrap();
+    let bits: Vec<bool> = (0..mask.len()).map(|i| mask.value(i)).collect();
     assert_eq!(
-        mask.as_any()
-            .downcast_ref::<StringArray>()
-            .unwrap()
-            .value(0),
-        "1,0,1,0,1,0,1,0,1"
+        bits,
+        [true, false, true, false, true, false, true, false, true]
     );
     let lag = col("mean_lag");
     assert_eq!(

@@ -10,10 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use metachron::simulate::Backend;
-use metachron::sweep::adaptive::{run_adaptive, AdaptiveOutcome};
+use metachron::sweep::atlas::{run_adaptive, run_refined, AdaptiveOutcome, RefineOutcome};
 use metachron::sweep::audit::{audit, read_verified};
 use metachron::sweep::dataset;
-use metachron::sweep::refine::{run_refined, RefineOutcome};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::verify::{self, Defect};
 use metachron::sweep::{Plan, Shard, SweepSpec};
@@ -647,7 +646,7 @@ fn check_passes_a_finished_refined_sweep_and_names_what_an_unfinished_one_lacks(
     o.resume = false;
     o.stop_after_chunks = Some(3);
     assert!(matches!(
-        run_refined(&spec, &o, |_| {}).unwrap(),
+        run_refined(&spec, &o, &mut ()).unwrap(),
         RefineOutcome::Stopped
     ));
     let chk = bin(&["check", s(&part)]);
@@ -657,7 +656,7 @@ fn check_passes_a_finished_refined_sweep_and_names_what_an_unfinished_one_lacks(
     // Finished: check passes, and the plan it computed is every row written.
     o.stop_after_chunks = None;
     o.resume = true;
-    let RefineOutcome::Done(levels) = run_refined(&spec, &o, |_| {}).unwrap() else {
+    let RefineOutcome::Done(levels) = run_refined(&spec, &o, &mut ()).unwrap() else {
         panic!("not done")
     };
     assert!(levels.len() >= 2, "the sweep refines: {levels:?}");
@@ -703,7 +702,7 @@ fn check_passes_a_finished_adaptive_sweep_and_names_repeats_left() {
     o.resume = false;
     o.stop_after_chunks = Some(2);
     assert!(matches!(
-        run_adaptive(&spec, &plan, &o, |_| {}).unwrap(),
+        run_adaptive(&spec, &plan, &o, &mut ()).unwrap(),
         AdaptiveOutcome::Stopped
     ));
     let chk = bin(&["check", s(&out)]);
@@ -712,7 +711,7 @@ fn check_passes_a_finished_adaptive_sweep_and_names_repeats_left() {
     assert!(t.contains("NOT FINISHED: adaptive repeats"), "{t}");
     o.stop_after_chunks = None;
     o.resume = true;
-    let AdaptiveOutcome::Done(rounds) = run_adaptive(&spec, &plan, &o, |_| {}).unwrap() else {
+    let AdaptiveOutcome::Done(rounds) = run_adaptive(&spec, &plan, &o, &mut ()).unwrap() else {
         panic!("not done")
     };
     let ran: usize = rounds.iter().map(|r| r.points_run).sum::<usize>() + 8;

@@ -1,15 +1,95 @@
 //! `metachron sweep` for atlas sweeps: adaptive repeats (round by round) and adaptive
-//! refinement (level by level); both resumable, refinement also shardable.
+//! refinement (level by level), alone or together; resumable, refinement with fixed
+//! repeats also shardable. On a terminal every stage shows a progress bar (points
+//! done, points/s, ETA); elsewhere only the one-line summaries are printed.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 
-use metachron::sweep::adaptive::{run_adaptive, AdaptiveOutcome};
-use metachron::sweep::refine::{level0_plan, run_refined, RefineOutcome};
+use metachron::sweep::atlas::{
+    run_adaptive, run_refined, AdaptiveOutcome, LevelReport, Progress, RefineOutcome,
+};
+use metachron::sweep::refine::level0_plan;
 use metachron::sweep::run::RunOptions;
 use metachron::sweep::{Plan, SweepSpec};
+
+/// The style of every sweep's progress bar (the plain sweep's too).
+pub fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{spinner} {prefix}[{elapsed_precise}] {bar:40} {pos}/{len} points | {rate} | eta {eta}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .with_key(
+        "rate",
+        |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.2} points/s", s.per_sec());
+        },
+    )
+}
+
+/// A progress bar per stage (drawn on stderr only when it is a terminal), and one
+/// line per finished refinement level.
+struct Bars {
+    quiet: bool,
+    refined: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Bars {
+    fn close(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+impl Progress for Bars {
+    fn stage(&mut self, level: u32, round: usize, points: usize) {
+        self.close();
+        if self.quiet {
+            return;
+        }
+        let bar = ProgressBar::new(points as u64).with_style(bar_style());
+        let mut prefix = String::new();
+        if self.refined {
+            prefix.push_str(&format!("level {level} "));
+        }
+        if round > 0 {
+            prefix.push_str(&format!("round {round} "));
+        }
+        bar.set_prefix(prefix);
+        bar.tick();
+        self.bar = Some(bar);
+    }
+
+    fn advance(&mut self, done: usize) {
+        if let Some(b) = &self.bar {
+            b.set_position(done as u64);
+        }
+    }
+
+    fn level_done(&mut self, l: &LevelReport) {
+        self.close();
+        if !self.quiet {
+            println!(
+                "level {}: {} cells split, {} combinations, {} points ({} run here){}",
+                l.level,
+                l.cells_split,
+                l.combos,
+                l.points,
+                l.points_run,
+                if l.truncated {
+                    ", cut at max_points"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+}
 
 pub fn run(
     spec: &SweepSpec,
@@ -20,38 +100,28 @@ pub fn run(
 ) -> Result<ExitCode> {
     let start = Instant::now();
     let out = opts.out.display().to_string();
+    let mut bars = Bars {
+        quiet,
+        refined: spec.refine.is_some(),
+        bar: None,
+    };
     if let Some(r) = &spec.refine {
-        let level0 = level0_plan(spec, r)?;
-        println!(
-            "sweep `{}`: refined by {:?} up to level {} (max {} points); level 0: {} points",
-            spec.name,
-            r.by,
-            r.max_level,
-            r.max_points,
-            level0.points.len()
-        );
+        let level0 = level0_plan(spec)?;
+        let level0 = match spec.adaptive {
+            Some(a) => format!(
+                "{} combinations with {a}",
+                level0.points.len() / a.max.max(1)
+            ),
+            None => format!("{} points", level0.points.len()),
+        };
+        println!("sweep `{}`: {r}; level 0: {level0}", spec.name);
         if dry_run {
             println!("later levels depend on the results: nothing run (--dry-run)");
             return Ok(ExitCode::SUCCESS);
         }
-        let outcome = run_refined(spec, opts, |l| {
-            if !quiet {
-                println!(
-                    "level {}: {} cells split, {} combinations, {} points ({} run here){}",
-                    l.level,
-                    l.cells_split,
-                    l.combos,
-                    l.points,
-                    l.points_run,
-                    if l.truncated {
-                        ", cut at max_points"
-                    } else {
-                        ""
-                    }
-                );
-            }
-        })
-        .with_context(|| format!("refined sweep {} -> {out}", spec.file))?;
+        let outcome = run_refined(spec, opts, &mut bars)
+            .with_context(|| format!("refined sweep {} -> {out}", spec.file))?;
+        bars.close();
         match outcome {
             RefineOutcome::Done(levels) => println!(
                 "refinement done: {} points in {} levels, wall {:.1} s -> {out}",
@@ -72,13 +142,9 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     };
     println!(
-        "sweep `{}`: {} combinations, adaptive repeats {}..{} until every class fraction's \
-         Wilson 95 % interval is narrower than {}",
+        "sweep `{}`: {} combinations, {a}",
         spec.name,
         spec.combinations(),
-        a.min,
-        a.max,
-        a.ci_width
     );
     if dry_run {
         println!(
@@ -87,13 +153,20 @@ pub fn run(
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let outcome = run_adaptive(spec, plan, opts, |r| {
-        if !quiet {
-            println!("round: {} combinations need runs", r.combos);
-        }
-    })
-    .with_context(|| format!("adaptive sweep {} -> {out}", spec.file))?;
+    let outcome = run_adaptive(spec, plan, opts, &mut bars)
+        .with_context(|| format!("adaptive sweep {} -> {out}", spec.file))?;
+    bars.close();
     if let AdaptiveOutcome::Done(rounds) = outcome {
+        if !quiet {
+            for (k, r) in rounds.iter().enumerate() {
+                println!(
+                    "round {}: {} combinations needed runs, {} points run",
+                    k + 1,
+                    r.combos,
+                    r.points_run
+                );
+            }
+        }
         println!(
             "adaptive repeats done: {} points in {} rounds, wall {:.1} s -> {out}",
             rounds.iter().map(|r| r.points_run).sum::<usize>(),

@@ -25,17 +25,39 @@ pub struct MapArgs {
     /// (the fraction, unmarked).
     #[arg(long, default_value = "class")]
     metric: String,
-    /// Interval width above which `fraction:` cells are marked (default: the sweep's
-    /// adaptive ci_width, else 0.2).
+    /// Wilson 95 % interval width above which `fraction:` cells are struck through
+    /// (default 0.5: with 8 runs, cells with 2 to 6 of them in the class).
     #[arg(long, value_name = "W")]
     ci_width: Option<f64>,
-    /// Output PNG file.
+    /// Fix the colour bar's range, e.g. `0:1` (default: fractions from 0 to a round
+    /// value above the largest, metrics bounded by [0, 1] on it, others their range).
+    #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
+    range: Option<String>,
+    /// Cells per numeric axis, equal in the axis' scale (default: one per distinct
+    /// value, the sweep's own lattice; a refined dataset at its native resolution).
+    #[arg(long, value_name = "N")]
+    bins: Option<usize>,
+    /// Output file: PNG, or SVG when it ends in `.svg`.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Draw an incomplete, unfinished or unclean dataset's good parts instead of
     /// refusing it.
     #[arg(long)]
     allow_incomplete: bool,
+}
+
+/// `LO:HI` with LO < HI, both finite.
+fn parse_range(text: &str) -> Result<(f64, f64)> {
+    let bad = || anyhow::anyhow!("--range `{text}`: expected LO:HI with finite LO < HI, e.g. 0:1");
+    let (lo, hi) = text.split_once(':').ok_or_else(bad)?;
+    let (lo, hi): (f64, f64) = (
+        lo.trim().parse().map_err(|_| bad())?,
+        hi.trim().parse().map_err(|_| bad())?,
+    );
+    if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+        return Err(bad());
+    }
+    Ok((lo, hi))
 }
 
 pub fn run(a: MapArgs) -> Result<ExitCode> {
@@ -61,12 +83,17 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
     if let Some(w) = a.ci_width.filter(|w| !(*w > 0.0 && *w <= 1.0)) {
         bail!("--ci-width {w}: allowed is 0 < W <= 1");
     }
+    if a.bins == Some(0) {
+        bail!("--bins 0: allowed is an integer >= 1");
+    }
     let opts = MapOptions {
         ci_width: a.ci_width,
+        range: a.range.as_deref().map(parse_range).transpose()?,
+        bins: a.bins,
     };
     let s = draw_map_with(&ds, &req, &opts, &a.out)?;
     println!(
-        "map of {} over {} x {}: {} rows from {} files into {} cells ({} filled{}){}{} -> {}",
+        "map of {} over {} x {}: {} rows from {} files into {} cells ({} filled, {} runs per cell{}){}{} -> {}",
         req.metric,
         req.x,
         req.y,
@@ -74,6 +101,11 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         ds.files,
         s.cells,
         s.filled_cells,
+        if s.runs_per_cell.0 == s.runs_per_cell.1 {
+            s.runs_per_cell.0.to_string()
+        } else {
+            format!("{}-{}", s.runs_per_cell.0, s.runs_per_cell.1)
+        },
         if s.wide_cells > 0 {
             format!(", {} with a wide interval", s.wide_cells)
         } else {

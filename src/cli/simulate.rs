@@ -221,15 +221,14 @@ fn run_metadata(plan: &Plan) -> Vec<(String, String)> {
     vec![
         ("metachron.version".into(), metachron::VERSION.into()),
         (
-            "metachron.solver".into(),
-            toml::to_string(&cfg.solver).unwrap_or_default(),
-        ),
-        (
             "metachron.metrics_settings".into(),
             toml::to_string(&cfg.metrics).unwrap_or_default(),
         ),
         ("metachron.params".into(), cfg.params.to_toml_string()),
     ]
+    .into_iter()
+    .chain(metachron::simulate::scheme_metadata(cfg, plan.backend))
+    .collect()
 }
 
 /// File metadata shared by both Parquet outputs.
@@ -240,10 +239,6 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
         ("metachron.backend".into(), result.backend.label().into()),
         ("metachron.adapter".into(), adapter_label(result)),
         (
-            "metachron.solver".into(),
-            toml::to_string(&cfg.solver).unwrap_or_default(),
-        ),
-        (
             "metachron.solver_stats".into(),
             toml::to_string(&result.stats).unwrap_or_default(),
         ),
@@ -253,6 +248,9 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
         ),
         ("metachron.params".into(), cfg.params.to_toml_string()),
     ]
+    .into_iter()
+    .chain(metachron::simulate::scheme_metadata(cfg, result.backend))
+    .collect()
 }
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode> {

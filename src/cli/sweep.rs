@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use metachron::cost::{human, Estimate, Estimator, Mode, MEASURED};
 use metachron::simulate::Backend;
@@ -313,18 +313,7 @@ fn progress_bar(len: usize, quiet: bool) -> ProgressBar {
     } else {
         ProgressBar::new(len as u64)
     };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points | {rate} | eta {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .with_key(
-            "rate",
-            |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.2} points/s", s.per_sec());
-            },
-        ),
-    );
+    bar.set_style(super::atlas::bar_style());
     bar.tick();
     bar
 }

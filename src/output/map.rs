@@ -1,31 +1,53 @@
-//! Coordination maps: a heatmap of one metric (or the class) over two swept
-//! parameters, aggregating repeats; log axes where the sweep's axis is log-spaced.
+//! Coordination maps: a heatmap of one metric (or the class, or a class fraction) over
+//! two swept parameters, aggregating repeats. Everything comes from the rows: an axis
+//! is log-scaled when its values are log-spaced, spans exactly the values' range (the
+//! sweep's), and a refined dataset is drawn at its native resolution (its level-0 rows
+//! give the grid step). PNG, or SVG when the output file ends in `.svg`.
 
 use std::path::Path;
 
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::error::OutputError;
-use crate::sweep::dataset::{Column, Dataset, META_SWEEP};
-use crate::sweep::SweepSpec;
+use crate::metrics::Class;
+use crate::sweep::dataset::{Column, Dataset};
+use crate::sweep::summary::{wilson, Z95};
 
 /// What to draw.
 #[derive(Debug, Clone)]
 pub struct MapRequest {
     pub x: String,
     pub y: String,
-    /// A numeric column (mean over repeats), `class` (most frequent class) or
-    /// `class=<label>` (fraction of repeats in that class).
+    /// A numeric column (mean over repeats), `class` (most frequent class),
+    /// `fraction:<class>` (fraction of runs in that class, wide intervals struck
+    /// through) or `class=<class>` (the fraction, unmarked).
     pub metric: String,
 }
 
 /// Drawing options beyond the request.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MapOptions {
-    /// `fraction:<class>` maps mark cells whose Wilson 95 % interval is wider than
-    /// this; `None`: the sweep's adaptive `ci_width`, else 0.2.
+    /// `fraction:<class>` maps strike through cells whose Wilson 95 % interval is wider
+    /// than this; `None`: [`DEFAULT_CI_WIDTH`].
     pub ci_width: Option<f64>,
+    /// The colour bar's range; `None`: 0 to a round value above the largest fraction
+    /// for fractions, [0, 1] for metrics bounded by it, else the data's range.
+    pub range: Option<(f64, f64)>,
+    /// Cells per numeric axis (equal widths in the axis' scale); `None`: one cell per
+    /// distinct value (the sweep's own lattice), up to [`MAX_NATIVE`] values.
+    pub bins: Option<usize>,
 }
+
+/// Default strike-through width: with 8 runs a cell is struck when 2 to 6 of them are
+/// in the class (Wilson widths 0.52–0.59), not when 0, 1, 7 or 8 are (0.32–0.45).
+pub const DEFAULT_CI_WIDTH: f64 = 0.5;
+
+/// Most distinct values drawn one cell each; above, an axis is binned into this many.
+pub const MAX_NATIVE: usize = 257;
 
 /// What was drawn.
 #[derive(Debug, Clone)]
@@ -35,9 +57,12 @@ pub struct MapSummary {
     pub filled_cells: usize,
     pub x_log: bool,
     pub y_log: bool,
+    /// The colour bar's range.
     pub range: (f64, f64),
     /// Cells marked for a wide interval (`fraction:<class>` maps).
     pub wide_cells: usize,
+    /// Fewest and most runs in a filled cell.
+    pub runs_per_cell: (usize, usize),
 }
 
 fn err(path: &Path, message: impl std::fmt::Display) -> OutputError {
@@ -53,17 +78,32 @@ struct MapAxis {
     log: bool,
     /// Categorical labels (text columns), else empty.
     categories: Vec<String>,
-    /// Cell edges (len = cells + 1) in plotting coordinates.
+    /// Cell edges (len = cells + 1) in plotting coordinates; the first and last are
+    /// the axis' range.
     edges: Vec<f64>,
-    /// Cell index of each row (None: not placeable, e.g. NaN or non-positive on log).
+    /// Plotting coordinate of each row (NaN: not placeable, e.g. non-positive on log).
+    coord: Vec<f64>,
+    /// Cell index of each row.
     cell_of_row: Vec<Option<usize>>,
 }
 
-const MAX_GRID: usize = 64;
-const BINS: usize = 24;
+/// Whether sorted distinct values are spread on a log scale: all positive, spanning a
+/// factor 10 or more, and their gaps more even in log than in linear terms.
+fn looks_log(d: &[f64]) -> bool {
+    let spread = |x: &[f64]| {
+        let g: Vec<f64> = x.windows(2).map(|w| w[1] - w[0]).collect();
+        let m = g.iter().sum::<f64>() / g.len() as f64;
+        (g.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / g.len() as f64).sqrt() / m
+    };
+    if d.len() < 2 || d[0] <= 0.0 || d[d.len() - 1] < 10.0 * d[0] {
+        return false;
+    }
+    let logs: Vec<f64> = d.iter().map(|x| x.log10()).collect();
+    d.len() == 2 || spread(&logs) < spread(d)
+}
 
 impl MapAxis {
-    fn new(name: &str, col: &Column, log: bool) -> MapAxis {
+    fn new(name: &str, col: &Column, bins: Option<usize>) -> MapAxis {
         match col {
             Column::Text(v) => {
                 let mut cats: Vec<String> = Vec::new();
@@ -72,62 +112,37 @@ impl MapAxis {
                         cats.push(s.clone());
                     }
                 }
-                let cell_of_row = v.iter().map(|s| cats.iter().position(|c| c == s)).collect();
-                let edges = (0..=cats.len()).map(|i| i as f64 - 0.5).collect();
+                let cell_of_row: Vec<Option<usize>> =
+                    v.iter().map(|s| cats.iter().position(|c| c == s)).collect();
                 MapAxis {
                     name: name.into(),
                     log: false,
+                    edges: (0..=cats.len()).map(|i| i as f64 - 0.5).collect(),
+                    coord: cell_of_row
+                        .iter()
+                        .map(|c| c.map_or(f64::NAN, |i| i as f64))
+                        .collect(),
                     categories: cats,
-                    edges,
                     cell_of_row,
                 }
             }
             Column::Num(v) => {
-                let log = log && v.iter().all(|&x| x > 0.0 || x.is_nan());
-                let tr = |x: f64| if log { x.log10() } else { x };
-                let mut d: Vec<f64> = v
-                    .iter()
-                    .copied()
-                    .filter(|x| x.is_finite())
-                    .map(tr)
-                    .collect();
+                let mut d: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
                 d.sort_by(f64::total_cmp);
+                d.dedup();
+                let log = looks_log(&d);
+                let tr = |x: f64| if log { x.log10() } else { x };
+                let mut d: Vec<f64> = d.into_iter().map(tr).collect();
                 let scale = d.iter().fold(0.0f64, |a, &x| a.max(x.abs())).max(1e-300);
                 d.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * scale);
-                let edges: Vec<f64> = if d.is_empty() {
-                    vec![-0.5, 0.5]
-                } else if d.len() == 1 {
-                    let h = if d[0] == 0.0 { 0.5 } else { 0.05 * d[0].abs() };
-                    vec![d[0] - h, d[0] + h]
-                } else if d.len() <= MAX_GRID {
-                    let first = d[0] - 0.5 * (d[1] - d[0]);
-                    // A non-negative parameter's cells do not reach below zero.
-                    let first = if !log && d[0] >= 0.0 {
-                        first.max(0.0)
-                    } else {
-                        first
-                    };
-                    let mut e = vec![first];
-                    e.extend(d.windows(2).map(|w| 0.5 * (w[0] + w[1])));
-                    let n = d.len();
-                    e.push(d[n - 1] + 0.5 * (d[n - 1] - d[n - 2]));
-                    e
-                } else {
-                    let (lo, hi) = (d[0], d[d.len() - 1]);
-                    (0..=BINS)
-                        .map(|k| lo + (hi - lo) * k as f64 / BINS as f64)
-                        .collect()
-                };
-                let cell_of_row = v
+                let edges = Self::edges(&d, bins);
+                let coord: Vec<f64> = v.iter().map(|&x| tr(x)).collect();
+                let n = edges.len() - 1;
+                let cell_of_row = coord
                     .iter()
-                    .map(|&x| {
-                        let t = tr(x);
-                        if !t.is_finite() {
-                            return None;
-                        }
-                        let n = edges.len() - 1;
-                        let k = edges[1..n].partition_point(|&e| e <= t);
-                        Some(k.min(n - 1))
+                    .map(|&t| {
+                        t.is_finite()
+                            .then(|| edges[1..n].partition_point(|&e| e <= t).min(n - 1))
                     })
                     .collect();
                 MapAxis {
@@ -135,14 +150,48 @@ impl MapAxis {
                     log,
                     categories: Vec::new(),
                     edges,
+                    coord,
                     cell_of_row,
                 }
             }
         }
     }
 
+    /// Cell edges over the distinct values `d` (sorted): one cell per value with edges
+    /// halfway between neighbours and the outer edges on the first and last value, or
+    /// `bins` equal cells over the same range.
+    fn edges(d: &[f64], bins: Option<usize>) -> Vec<f64> {
+        match d {
+            [] => vec![-0.5, 0.5],
+            [x] => {
+                let h = if *x == 0.0 { 0.5 } else { 0.05 * x.abs() };
+                vec![x - h, x + h]
+            }
+            _ => {
+                let (lo, hi) = (d[0], d[d.len() - 1]);
+                let n = match bins {
+                    Some(b) => b.max(1),
+                    None if d.len() > MAX_NATIVE => MAX_NATIVE,
+                    None => {
+                        let mut e = vec![lo];
+                        e.extend(d.windows(2).map(|w| 0.5 * (w[0] + w[1])));
+                        e.push(hi);
+                        return e;
+                    }
+                };
+                (0..=n)
+                    .map(|k| lo + (hi - lo) * k as f64 / n as f64)
+                    .collect()
+            }
+        }
+    }
+
     fn cells(&self) -> usize {
         self.edges.len() - 1
+    }
+
+    fn range(&self) -> (f64, f64) {
+        (self.edges[0], self.edges[self.edges.len() - 1])
     }
 
     fn label(&self, v: f64) -> String {
@@ -175,6 +224,101 @@ impl MapAxis {
         }
         d
     }
+
+    /// Tick positions: every category; on a log axis the 1-2-5 values of each decade
+    /// (decades only when that gives more than 10); else round linear steps.
+    fn ticks(&self) -> Vec<f64> {
+        if !self.categories.is_empty() {
+            return (0..self.categories.len()).map(|i| i as f64).collect();
+        }
+        let (lo, hi) = self.range();
+        let eps = 1e-9 * (hi - lo).abs().max(1e-12);
+        if self.log {
+            let inside = |mantissas: &[f64]| -> Vec<f64> {
+                let mut t = Vec::new();
+                for d in (lo.floor() as i32)..=(hi.ceil() as i32) {
+                    for m in mantissas {
+                        let v = m.log10() + d as f64;
+                        if v >= lo - eps && v <= hi + eps {
+                            t.push(v);
+                        }
+                    }
+                }
+                t
+            };
+            let t = inside(&[1.0, 2.0, 5.0]);
+            if t.len() > 10 {
+                return inside(&[1.0]);
+            }
+            if t.len() >= 2 {
+                return t;
+            }
+            let (a, b) = (10f64.powf(lo), 10f64.powf(hi));
+            return linear_ticks(a, b)
+                .into_iter()
+                .filter(|v| *v > 0.0)
+                .map(f64::log10)
+                .collect();
+        }
+        linear_ticks(lo, hi)
+    }
+}
+
+/// A linear coordinate whose labels sit at given values (round ticks, categories).
+struct Ticked {
+    inner: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ticked {
+    fn new(lo: f64, hi: f64, ticks: Vec<f64>) -> Ticked {
+        Ticked {
+            inner: (lo..hi).into(),
+            ticks,
+        }
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// Multiples of a 1-2-5 step inside [lo, hi], about five of them.
+fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if hi.is_nan() || lo.is_nan() || hi <= lo {
+        return vec![lo];
+    }
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step - 1e-9).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    // 12 significant digits: 0.15, not 0.15000000000000002.
+    (first..=last).map(|k| round12(k as f64 * step)).collect()
+}
+
+fn round12(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    format!("{v:.11e}").parse().unwrap_or(v)
 }
 
 /// `x` with `digits` significant digits, without trailing zeros.
@@ -195,32 +339,17 @@ fn sig(x: f64, digits: i32) -> String {
     }
 }
 
+/// `x` rounded up to one significant digit (0.19 -> 0.2, 0.62 -> 0.7).
+fn round_up(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        return x;
+    }
+    let mag = 10f64.powf(x.log10().floor());
+    round12((x / mag - 1e-9).ceil() * mag)
+}
+
 /// Metrics bounded by [0, 1]: their maps share one colour scale.
 const UNIT_METRICS: &[&str] = &["lag_order", "min_plv", "kuramoto_r", "duty_factor"];
-
-/// Whether the sweep stored in the dataset's metadata spreads `param` on a log scale.
-fn axis_is_log(ds: &Dataset, param: &str) -> bool {
-    ds.metadata
-        .get(META_SWEEP)
-        .and_then(|text| SweepSpec::from_str_named(text, "sweep", "sweep").ok())
-        .and_then(|s| {
-            s.axis(param).map(|a| {
-                a.log
-                    || (a.kind == crate::sweep::AxisKind::Values && {
-                        let v: Vec<f64> = a
-                            .values
-                            .iter()
-                            .filter_map(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
-                            .collect();
-                        v.len() >= 2
-                            && v.iter().all(|&x| x > 0.0)
-                            && v.iter().cloned().fold(0.0, f64::max)
-                                >= 10.0 * v.iter().cloned().fold(f64::INFINITY, f64::min)
-                    })
-            })
-        })
-        .unwrap_or(false)
-}
 
 /// Viridis, interpolated between 9 samples.
 fn viridis(u: f64) -> RGBColor {
@@ -252,132 +381,540 @@ fn viridis(u: f64) -> RGBColor {
 }
 
 /// Colours of the coordination classes.
-fn class_colour(label: &str) -> RGBColor {
-    match label {
-        "metachronal" => RGBColor(44, 160, 44),
-        "synchronous" => RGBColor(31, 119, 180),
-        "locked" => RGBColor(148, 103, 189),
-        "unlocked" => RGBColor(255, 187, 120),
-        "still" => RGBColor(140, 86, 75),
-        "diverged" => RGBColor(214, 39, 40),
-        "failed" => RGBColor(60, 60, 60),
-        _ => RGBColor(180, 180, 180),
+fn class_colour(c: Class) -> RGBColor {
+    match c {
+        Class::Metachronal => RGBColor(44, 160, 44),
+        Class::Synchronous => RGBColor(31, 119, 180),
+        Class::Locked => RGBColor(148, 103, 189),
+        Class::Unlocked => RGBColor(255, 187, 120),
+        Class::Still => RGBColor(140, 86, 75),
+        Class::Diverged => RGBColor(214, 39, 40),
+        Class::Failed => RGBColor(60, 60, 60),
     }
 }
 
-const CLASSES: &[&str] = &[
-    "metachronal",
-    "synchronous",
-    "locked",
-    "unlocked",
-    "still",
-    "diverged",
-    "failed",
-];
+const NO_DATA: RGBColor = RGBColor(215, 215, 215);
 
-enum CellValue {
-    Num(f64),
-    Class(String),
+/// What a cell shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Quantity {
+    /// The most frequent class.
+    Class,
+    /// The fraction of runs in a class; `marked`: wide intervals struck through.
+    Fraction { class: Class, marked: bool },
+    /// The mean of a numeric column.
+    Metric,
 }
 
-/// Draw `req` from `ds` into the PNG `out` (written under a temporary name, then renamed).
-pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary, OutputError> {
-    draw_map_with(ds, req, &MapOptions::default(), out)
+impl Quantity {
+    fn parse(metric: &str, out: &Path) -> Result<Quantity, OutputError> {
+        if metric == "class" {
+            return Ok(Quantity::Class);
+        }
+        let (label, marked) = match (
+            metric.strip_prefix("fraction:"),
+            metric.strip_prefix("class="),
+        ) {
+            (Some(l), _) => (l, true),
+            (_, Some(l)) => (l, false),
+            _ => return Ok(Quantity::Metric),
+        };
+        let class = Class::ALL
+            .iter()
+            .copied()
+            .find(|c| c.label() == label)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Class::ALL.iter().map(|c| c.label()).collect();
+                err(
+                    out,
+                    format!("`{metric}`: the classes are {}", names.join(", ")),
+                )
+            })?;
+        Ok(Quantity::Fraction { class, marked })
+    }
 }
 
 /// A tile's corners (lower left, upper right) in plotting coordinates.
 type Rect = [(f64, f64); 2];
 
-/// Rectangles of a refined dataset at its native resolution: one per combination,
-/// `2^-level` of a grid cell wide along each refined axis (coarse levels first, so
-/// finer cells are drawn over them); `None` when the dataset is not refined.
-fn refined_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis) -> Option<(Vec<Rect>, Vec<Vec<usize>>)> {
-    let Some(Column::Num(level)) = ds.column("level") else {
+/// The tiles of a map and the rows each holds.
+struct Tiles {
+    rects: Vec<Rect>,
+    members: Vec<Vec<usize>>,
+}
+
+/// The grid's cells, every row in the cell its values fall in.
+fn grid_tiles(xa: &MapAxis, ya: &MapAxis, rows: usize) -> Tiles {
+    let (nx, ny) = (xa.cells(), ya.cells());
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); nx * ny];
+    for row in 0..rows {
+        if let (Some(i), Some(j)) = (xa.cell_of_row[row], ya.cell_of_row[row]) {
+            members[j * nx + i].push(row);
+        }
+    }
+    let rects = (0..nx * ny)
+        .map(|k| {
+            let (i, j) = (k % nx, k / nx);
+            [
+                (xa.edges[i], ya.edges[j]),
+                (xa.edges[i + 1], ya.edges[j + 1]),
+            ]
+        })
+        .collect();
+    Tiles { rects, members }
+}
+
+/// Grid step (plotting coordinates) of an axis that refinement split: the spacing of
+/// the level-0 values when rows of later levels lie between them; `None` otherwise.
+fn refined_step(ax: &MapAxis, level: &[f64]) -> Option<f64> {
+    if !ax.categories.is_empty() {
+        return None;
+    }
+    let mut grid: Vec<f64> = ax
+        .coord
+        .iter()
+        .zip(level)
+        .filter(|(c, l)| **l == 0.0 && c.is_finite())
+        .map(|(c, _)| *c)
+        .collect();
+    grid.sort_by(f64::total_cmp);
+    grid.dedup();
+    if grid.len() < 2 {
+        return None;
+    }
+    let step = (grid[grid.len() - 1] - grid[0]) / (grid.len() - 1) as f64;
+    let tol = 1e-6 * step;
+    let between = ax
+        .coord
+        .iter()
+        .zip(level)
+        .any(|(c, l)| *l > 0.0 && grid.iter().all(|g| (g - c).abs() > tol));
+    between.then_some(step)
+}
+
+/// Tiles of a refined dataset at its native resolution: one per combination,
+/// `2^-level` of a grid cell wide along each refined axis and clipped to the axis'
+/// range (coarse levels first, so finer tiles are drawn over them); `None` when the
+/// dataset is not refined.
+fn refined_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis) -> Option<Tiles> {
+    let (Some(Column::Num(level)), Some(Column::Num(combo))) =
+        (ds.column("level"), ds.column("combo"))
+    else {
         return None;
     };
     if !level.iter().any(|&l| l > 0.0) {
         return None;
     }
-    let spec = ds
-        .metadata
-        .get(META_SWEEP)
-        .and_then(|text| SweepSpec::from_str_named(text, "sweep", "sweep").ok())?;
-    let refine = spec.refine.as_ref()?;
-    let Some(Column::Num(combo)) = ds.column("combo") else {
+    let (sx, sy) = (refined_step(xa, level), refined_step(ya, level));
+    if sx.is_none() && sy.is_none() {
         return None;
-    };
-    // Per axis: the grid step in plotting coordinates when refined, else None.
-    let step = |ax: &MapAxis| {
-        let a = spec.axes.iter().position(|a| a.param == ax.name)?;
-        if !refine.axes.contains(&a) {
-            return None;
-        }
-        let v = &spec.axes[a].values;
-        let f = |x: &toml::Value| x.as_float().unwrap_or(f64::NAN);
-        let tr = |x: f64| if ax.log { x.log10() } else { x };
-        Some((tr(f(&v[v.len() - 1])) - tr(f(&v[0]))) / (v.len() - 1) as f64)
-    };
-    let (sx, sy) = (step(xa), step(ya));
+    }
     let mut groups: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
     for (row, &c) in combo.iter().enumerate() {
         groups.entry(c as u64).or_default().push(row);
     }
     let mut members: Vec<Vec<usize>> = groups.into_values().collect();
     members.sort_by(|a, b| level[a[0]].total_cmp(&level[b[0]]));
-    let value = |col: &str, row: usize| match ds.column(col) {
-        Some(Column::Num(v)) => v[row],
-        _ => f64::NAN,
-    };
-    let span = |ax: &MapAxis, st: Option<f64>, row: usize, cell: Option<usize>| {
-        let c = cell?;
-        Some(match st {
+    let span = |ax: &MapAxis, step: Option<f64>, row: usize| {
+        let c = ax.cell_of_row[row]?;
+        Some(match step {
             Some(st) => {
-                let x = value(&ax.name, row);
-                let x = if ax.log { x.log10() } else { x };
                 let h = 0.5 * st / 2f64.powf(level[row]);
-                (x - h, x + h)
+                let (lo, hi) = ax.range();
+                ((ax.coord[row] - h).max(lo), (ax.coord[row] + h).min(hi))
             }
             None => (ax.edges[c], ax.edges[c + 1]),
         })
     };
-    let mut rects = Vec::new();
-    let mut kept = Vec::new();
+    let mut tiles = Tiles {
+        rects: Vec::new(),
+        members: Vec::new(),
+    };
     for m in members {
-        let r = m[0];
-        if let (Some(x), Some(y)) = (
-            span(xa, sx, r, xa.cell_of_row[r]),
-            span(ya, sy, r, ya.cell_of_row[r]),
-        ) {
-            rects.push([(x.0, y.0), (x.1, y.1)]);
-            kept.push(m);
+        if let (Some(x), Some(y)) = (span(xa, sx, m[0]), span(ya, sy, m[0])) {
+            tiles.rects.push([(x.0, y.0), (x.1, y.1)]);
+            tiles.members.push(m);
         }
     }
-    Some((rects, kept))
+    Some(tiles)
 }
 
-/// Draw `req` from `ds` into the PNG `out` with `opts`.
-pub fn draw_map_with(
+/// Per tile: the value drawn (a number or a class), whether its interval is wide, and
+/// its number of runs.
+struct Cells {
+    num: Vec<f64>,
+    class: Vec<Option<Class>>,
+    wide: Vec<bool>,
+    runs: Vec<usize>,
+}
+
+fn aggregate(
     ds: &Dataset,
     req: &MapRequest,
-    opts: &MapOptions,
+    q: Quantity,
+    tiles: &Tiles,
+    ci_width: f64,
     out: &Path,
-) -> Result<MapSummary, OutputError> {
-    let names: Vec<&str> = ds.columns.iter().map(|(n, _)| n.as_str()).collect();
-    let col = |name: &str| {
-        ds.column(name).ok_or_else(|| {
-            err(
-                out,
-                format!(
-                    "the dataset has no column `{name}`; columns are {}",
-                    names.join(", ")
-                ),
-            )
-        })
+) -> Result<Cells, OutputError> {
+    let n = tiles.rects.len();
+    let mut c = Cells {
+        num: vec![f64::NAN; n],
+        class: vec![None; n],
+        wide: vec![false; n],
+        runs: tiles.members.iter().map(Vec::len).collect(),
     };
+    let classes = || match ds.column("class") {
+        Some(Column::Text(v)) => Ok(v),
+        _ => Err(err(out, "the dataset has no `class` column")),
+    };
+    for (k, rows) in tiles.members.iter().enumerate() {
+        if rows.is_empty() {
+            continue;
+        }
+        match q {
+            Quantity::Class => {
+                let cls = classes()?;
+                let mut best: Option<(Class, usize)> = None;
+                for cl in Class::ALL {
+                    let m = rows.iter().filter(|&&r| cls[r] == cl.label()).count();
+                    if m > 0 && best.is_none_or(|(_, b)| m > b) {
+                        best = Some((cl, m));
+                    }
+                }
+                c.class[k] = best.map(|(cl, _)| cl);
+            }
+            Quantity::Fraction { class, marked } => {
+                let cls = classes()?;
+                let m = rows.iter().filter(|&&r| cls[r] == class.label()).count();
+                c.num[k] = m as f64 / rows.len() as f64;
+                let (lo, hi) = wilson(m, rows.len(), Z95);
+                c.wide[k] = marked && hi - lo > ci_width;
+            }
+            Quantity::Metric => {
+                let Some(Column::Num(v)) = ds.column(&req.metric) else {
+                    return Err(err(
+                        out,
+                        format!(
+                            "`{}` is a text column: map `class` or a numeric metric",
+                            req.metric
+                        ),
+                    ));
+                };
+                let f: Vec<f64> = rows
+                    .iter()
+                    .map(|&r| v[r])
+                    .filter(|x| x.is_finite())
+                    .collect();
+                if !f.is_empty() {
+                    c.num[k] = f.iter().sum::<f64>() / f.len() as f64;
+                }
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// The colour bar's range (see [`MapOptions::range`]).
+fn colour_range(q: Quantity, metric: &str, num: &[f64], fixed: Option<(f64, f64)>) -> (f64, f64) {
+    if let Some(r) = fixed {
+        return r;
+    }
+    let (lo, hi) = num
+        .iter()
+        .filter(|x| x.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    let (lo, hi) = match q {
+        Quantity::Fraction { .. } if hi > 0.0 => (0.0, round_up(hi).min(1.0)),
+        Quantity::Fraction { .. } => (0.0, 1.0),
+        _ if UNIT_METRICS.contains(&metric) => (0.0, 1.0),
+        _ if !lo.is_finite() => (0.0, 1.0),
+        _ => (lo, hi),
+    };
+    if hi <= lo {
+        (lo - 1.0, lo + 1.0)
+    } else {
+        (lo, hi)
+    }
+}
+
+/// Everything [`render`] draws.
+struct Picture<'a> {
+    xa: &'a MapAxis,
+    ya: &'a MapAxis,
+    title: Vec<String>,
+    rects: &'a [Rect],
+    colours: Vec<RGBColor>,
+    wide: &'a [bool],
+    /// Colour bar: range and label; or the class legend.
+    bar: Option<((f64, f64), String)>,
+    legend: Vec<Class>,
+    /// Strike-through legend's width, when any cell is struck through.
+    strike: Option<f64>,
+}
+
+const SIZE: (u32, u32) = (1000, 800);
+const MAIN_WIDTH: u32 = 820;
+
+/// What a map shows, in words ("fraction of runs metachronal", "mean_lag (rad)").
+fn what(req: &MapRequest, q: Quantity) -> String {
+    match q {
+        Quantity::Class => "class (most frequent)".to_string(),
+        Quantity::Fraction { class, .. } => format!("fraction of runs {}", class.label()),
+        Quantity::Metric => match crate::metrics::METRIC_COLUMNS
+            .iter()
+            .find(|(m, u)| *m == req.metric && *u != "1")
+        {
+            Some((m, u)) => format!("{m} ({u})"),
+            None => req.metric.clone(),
+        },
+    }
+}
+
+fn title_lines(ds: &Dataset, what: &str, runs: (usize, usize)) -> Vec<String> {
+    let sweep = ds
+        .metadata
+        .get("metachron.sweep_name")
+        .cloned()
+        .unwrap_or_default();
+    let runs = match runs {
+        (0, 0) => String::new(),
+        (1, 1) => ", 1 run per cell".to_string(),
+        (a, b) if a == b => format!(", {a} runs per cell"),
+        (a, b) => format!(", {a}–{b} runs per cell"),
+    };
+    let line = format!("{what}{runs}");
+    if sweep.is_empty() {
+        vec![line]
+    } else {
+        vec![sweep, line]
+    }
+}
+
+/// Draw the picture on any plotters backend.
+fn render<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, p: &Picture) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    let (main, side) = root.split_horizontally(MAIN_WIDTH);
+    let main = draw_title(&main, &p.title)?;
+    draw_tiles(&main, p)?;
+    match &p.bar {
+        Some((range, label)) => draw_colour_bar(&side, *range, label)?,
+        None => draw_class_legend(&side, &p.legend)?,
+    }
+    if let Some(w) = p.strike {
+        draw_strike_legend(&side, w)?;
+    }
+    root.present().map_err(e)
+}
+
+/// The title, each line in the largest size up to 24 px that fits the width; returns
+/// the area below it.
+fn draw_title<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    lines: &[String],
+) -> Result<DrawingArea<DB, Shift>, String>
+where
+    DB::ErrorType: 'static,
+{
+    let width = area.dim_in_pixel().0.saturating_sub(20);
+    let mut y = 8;
+    for line in lines {
+        let mut size = 24.0;
+        while size > 10.0 {
+            let w = area
+                .estimate_text_size(line, &("sans-serif", size).into())
+                .map(|d| d.0)
+                .unwrap_or(u32::MAX);
+            if w <= width {
+                break;
+            }
+            size -= 1.0;
+        }
+        let style = ("sans-serif", size)
+            .into_font()
+            .into_text_style(area)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        area.draw(&Text::new(
+            line.clone(),
+            (area.dim_in_pixel().0 as i32 / 2, y),
+            style,
+        ))
+        .map_err(|x| x.to_string())?;
+        y += size as i32 + 6;
+    }
+    Ok(area.split_vertically(y + 4).1)
+}
+
+fn draw_tiles<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Picture) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    let ((x0, x1), (y0, y1)) = (p.xa.range(), p.ya.range());
+    let y_label_width =
+        p.ya.categories
+            .iter()
+            .map(|c| 9 * c.len() as u32 + 24)
+            .max()
+            .unwrap_or(0)
+            .clamp(80, 260);
+    let mut chart = ChartBuilder::on(area)
+        .margin(14)
+        .x_label_area_size(55)
+        .y_label_area_size(y_label_width)
+        .build_cartesian_2d(
+            Ticked::new(x0, x1, p.xa.ticks()),
+            Ticked::new(y0, y1, p.ya.ticks()),
+        )
+        .map_err(e)?;
+    let xf = |v: &f64| p.xa.label(*v);
+    let yf = |v: &f64| p.ya.label(*v);
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc(p.xa.desc())
+        .y_desc(p.ya.desc())
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 18))
+        .draw()
+        .map_err(e)?;
+    chart
+        .draw_series(
+            p.rects
+                .iter()
+                .zip(&p.colours)
+                .map(|(r, c)| Rectangle::new(*r, c.filled())),
+        )
+        .map_err(e)?;
+    // A wide interval: a white diagonal across the cell.
+    chart
+        .draw_series(
+            p.rects
+                .iter()
+                .zip(p.wide)
+                .filter(|(_, w)| **w)
+                .map(|(&[a, b], _)| PathElement::new(vec![a, b], WHITE.stroke_width(2))),
+        )
+        .map_err(e)?;
+    Ok(())
+}
+
+fn draw_colour_bar<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (lo, hi): (f64, f64),
+    label: &str,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    let mut bar = ChartBuilder::on(area)
+        .margin_top(60)
+        .margin_bottom(140)
+        .margin_right(10)
+        .y_label_area_size(95)
+        .build_cartesian_2d(0.0..1.0, Ticked::new(lo, hi, linear_ticks(lo, hi)))
+        .map_err(e)?;
+    let digits = (2.0 - (hi - lo).log10().floor()).clamp(0.0, 12.0) as usize;
+    let fmt = |v: &f64| {
+        if (hi - lo) < 1e-4 * lo.abs().max(hi.abs()) {
+            format!("{v:.6e}")
+        } else {
+            let s = format!("{v:.digits$}");
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        }
+    };
+    bar.configure_mesh()
+        .disable_mesh()
+        .disable_x_axis()
+        .y_desc(label)
+        .label_style(("sans-serif", 16))
+        .axis_desc_style(("sans-serif", 16))
+        .y_label_formatter(&fmt)
+        .draw()
+        .map_err(e)?;
+    let steps = 200;
+    bar.draw_series((0..steps).map(|s| {
+        let a = lo + (hi - lo) * s as f64 / steps as f64;
+        let b = lo + (hi - lo) * (s + 1) as f64 / steps as f64;
+        Rectangle::new([(0.0, a), (1.0, b)], viridis((a - lo) / (hi - lo)).filled())
+    }))
+    .map_err(e)?;
+    Ok(())
+}
+
+fn draw_class_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    classes: &[Class],
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    for (k, c) in classes.iter().enumerate() {
+        let y = 80 + 34 * k as i32;
+        area.draw(&Rectangle::new(
+            [(10, y), (34, y + 24)],
+            class_colour(*c).filled(),
+        ))
+        .map_err(|x| x.to_string())?;
+        area.draw(&Text::new(c.label(), (42, y + 4), ("sans-serif", 16)))
+            .map_err(|x| x.to_string())?;
+    }
+    Ok(())
+}
+
+/// What a struck-through cell means, under the colour bar.
+fn draw_strike_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    width: f64,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let y = area.dim_in_pixel().1 as i32 - 110;
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    area.draw(&Rectangle::new([(10, y), (34, y + 24)], NO_DATA.filled()))
+        .map_err(e)?;
+    area.draw(&PathElement::new(
+        vec![(10, y + 24), (34, y)],
+        WHITE.stroke_width(2),
+    ))
+    .map_err(e)?;
+    for (k, line) in ["95 % interval", &format!("wider than {}", sig(width, 3))]
+        .iter()
+        .enumerate()
+    {
+        area.draw(&Text::new(
+            line.to_string(),
+            (40, y + 18 * k as i32),
+            ("sans-serif", 14),
+        ))
+        .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`).
+pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary, OutputError> {
+    draw_map_with(ds, req, &MapOptions::default(), out)
+}
+
+/// The rows must form one table: present, and every column as long as the others.
+fn check_table(ds: &Dataset, out: &Path) -> Result<(), OutputError> {
     if ds.rows() == 0 {
         return Err(err(out, "the dataset is empty (no part files with rows)"));
     }
-    // Columns of unequal length (parts that do not all hold them) cannot be a table.
     if let Some((name, c)) = ds.columns.iter().find(|(_, c)| c.len() != ds.rows()) {
         return Err(err(
             out,
@@ -388,309 +925,34 @@ pub fn draw_map_with(
             ),
         ));
     }
-    let xa = MapAxis::new(&req.x, col(&req.x)?, axis_is_log(ds, &req.x));
-    let ya = MapAxis::new(&req.y, col(&req.y)?, axis_is_log(ds, &req.y));
-    let (nx, ny) = (xa.cells(), ya.cells());
+    Ok(())
+}
 
-    // Aggregate rows into cells.
-    // `fraction:<class>` (with wide intervals marked) or `class=<class>`.
-    let fraction_of = req
-        .metric
-        .strip_prefix("fraction:")
-        .or(req.metric.strip_prefix("class="));
-    let mark_wide = req.metric.starts_with("fraction:");
-    let mode = if req.metric == "class" {
-        0
-    } else if fraction_of.is_some() {
-        1
-    } else {
-        2
-    };
-    let class_col = match ds.column("class") {
-        Some(Column::Text(v)) => Some(v),
-        _ => None,
-    };
-    // Tiles: the grid's cells, or a refined dataset's combinations at their level.
-    let (rects, members) = refined_tiles(ds, &xa, &ya).unwrap_or_else(|| {
-        let mut members: Vec<Vec<usize>> = vec![Vec::new(); nx * ny];
-        for row in 0..ds.rows() {
-            if let (Some(i), Some(j)) = (xa.cell_of_row[row], ya.cell_of_row[row]) {
-                members[j * nx + i].push(row);
-            }
-        }
-        let rects = (0..nx * ny)
-            .map(|k| {
-                let (i, j) = (k % nx, k / nx);
-                [
-                    (xa.edges[i], ya.edges[j]),
-                    (xa.edges[i + 1], ya.edges[j + 1]),
-                ]
-            })
-            .collect();
-        (rects, members)
-    });
-    let n_tiles = rects.len();
-    let mut cells: Vec<Vec<CellValue>> = (0..n_tiles).map(|_| Vec::new()).collect();
-    for (k, rows) in members.iter().enumerate() {
-        for &row in rows {
-            let v = match mode {
-                2 => match col(&req.metric)? {
-                    Column::Num(v) => CellValue::Num(v[row]),
-                    Column::Text(_) => {
-                        return Err(err(
-                            out,
-                            format!(
-                                "`{}` is a text column: map `class` or a numeric metric",
-                                req.metric
-                            ),
-                        ))
-                    }
-                },
-                _ => CellValue::Class(
-                    class_col.ok_or_else(|| err(out, "the dataset has no `class` column"))?[row]
-                        .clone(),
-                ),
-            };
-            cells[k].push(v);
-        }
-    }
-    let target = fraction_of.unwrap_or("");
-    if mode == 1 && !CLASSES.contains(&target) {
-        return Err(err(
-            out,
-            format!("`{}`: the classes are {}", req.metric, CLASSES.join(", ")),
-        ));
-    }
-    // Aggregate: numeric mean (of finite values), class fraction, or most frequent class.
-    let mut num = vec![f64::NAN; n_tiles];
-    let mut cls: Vec<Option<String>> = vec![None; n_tiles];
-    let mut wide = vec![false; n_tiles];
-    let ci_width = opts.ci_width.unwrap_or_else(|| {
-        ds.metadata
-            .get(META_SWEEP)
-            .and_then(|text| SweepSpec::from_str_named(text, "sweep", "sweep").ok())
-            .and_then(|s| s.adaptive.map(|a| a.ci_width))
-            .unwrap_or(0.2)
-    });
-    for (k, vs) in cells.iter().enumerate() {
-        match mode {
-            0 => {
-                let mut best: Option<(&str, usize)> = None;
-                for c in CLASSES {
-                    let n = vs
-                        .iter()
-                        .filter(|v| matches!(v, CellValue::Class(s) if s == c))
-                        .count();
-                    if n > 0 && best.is_none_or(|(_, b)| n > b) {
-                        best = Some((c, n));
-                    }
-                }
-                cls[k] = best.map(|(c, _)| c.to_string());
-            }
-            1 => {
-                if !vs.is_empty() {
-                    let n = vs
-                        .iter()
-                        .filter(|v| matches!(v, CellValue::Class(s) if s == target))
-                        .count();
-                    num[k] = n as f64 / vs.len() as f64;
-                    let (lo, hi) =
-                        crate::sweep::summary::wilson(n, vs.len(), crate::sweep::summary::Z95);
-                    wide[k] = mark_wide && hi - lo > ci_width;
-                }
-            }
-            _ => {
-                let f: Vec<f64> = vs
-                    .iter()
-                    .filter_map(|v| match v {
-                        CellValue::Num(x) if x.is_finite() => Some(*x),
-                        _ => None,
-                    })
-                    .collect();
-                if !f.is_empty() {
-                    num[k] = f.iter().sum::<f64>() / f.len() as f64;
-                }
-            }
-        }
-    }
-    let finite: Vec<f64> = num.iter().copied().filter(|x| x.is_finite()).collect();
-    let (mut lo, mut hi) = if mode == 1 || UNIT_METRICS.contains(&req.metric.as_str()) {
-        (0.0, 1.0)
-    } else {
-        finite
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-                (a.min(x), b.max(x))
-            })
-    };
-    if mode == 2 && finite.is_empty() {
-        lo = 0.0;
-        hi = 1.0;
-    }
-    if hi <= lo {
-        hi = lo + 1.0;
-        lo -= 1.0;
-    }
-    let filled = if mode == 0 {
-        cls.iter().filter(|c| c.is_some()).count()
-    } else {
-        finite.len()
-    };
-    let repeats = cells.iter().map(|c| c.len()).max().unwrap_or(0);
-
-    crate::output::plots::ensure_font();
+/// Write the image under a temporary name next to `out`, then rename it, so that a
+/// failed drawing leaves no half file.
+fn write_image(out: &Path, picture: &Picture) -> Result<(), OutputError> {
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = out.with_file_name(format!(".{name}.tmp-{}.png", std::process::id()));
+    let svg = out
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("svg"));
+    let ext = if svg { "svg" } else { "png" };
+    let tmp = out.with_file_name(format!(".{name}.tmp-{}.{ext}", std::process::id()));
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|source| OutputError::Io {
             path: dir.display().to_string(),
             source,
         })?;
     }
-    let drawn = (|| -> Result<(), OutputError> {
-        let e = |x: &dyn std::fmt::Display| err(out, x);
-        let root = BitMapBackend::new(&tmp, (1000, 800)).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| e(&x))?;
-        let (main, side) = root.split_horizontally(830);
-        let sweep = ds
-            .metadata
-            .get("metachron.sweep_name")
-            .cloned()
-            .unwrap_or_default();
-        let what = match mode {
-            0 => "class (most frequent)".to_string(),
-            1 if mark_wide => {
-                format!("fraction {target} (/ : 95 % interval wider than {ci_width})")
-            }
-            1 => format!("fraction of runs {target}"),
-            _ => match crate::metrics::METRIC_COLUMNS
-                .iter()
-                .find(|(m, u)| *m == req.metric && *u != "1")
-            {
-                Some((m, u)) => format!("{m} ({u})"),
-                None => req.metric.clone(),
-            },
-        };
-        let caption = if repeats > 1 {
-            format!("{sweep}: {what}, {repeats} runs per cell")
-        } else {
-            format!("{sweep}: {what}")
-        };
-        // The tiles' extent (the grid's edges, or a refined dataset's outer cells).
-        let bound = |f: fn(&Rect) -> (f64, f64)| {
-            rects
-                .iter()
-                .map(f)
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |a, r| {
-                    (a.0.min(r.0), a.1.max(r.1))
-                })
-        };
-        let (x0, x1) = bound(|r| (r[0].0, r[1].0));
-        let (y0, y1) = bound(|r| (r[0].1, r[1].1));
-        let mut chart = ChartBuilder::on(&main)
-            .caption(caption, ("sans-serif", 24))
-            .margin(14)
-            .x_label_area_size(55)
-            .y_label_area_size(
-                (ya.categories
-                    .iter()
-                    .map(|c| 9 * c.len() as u32 + 24)
-                    .max()
-                    .unwrap_or(0))
-                .clamp(80, 260),
-            )
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|x| e(&x))?;
-        let xf = |v: &f64| xa.label(*v);
-        let yf = |v: &f64| ya.label(*v);
-        let mut mesh = chart.configure_mesh();
-        mesh.disable_mesh()
-            .x_desc(xa.desc())
-            .y_desc(ya.desc())
-            .x_label_formatter(&xf)
-            .y_label_formatter(&yf)
-            .label_style(("sans-serif", 15))
-            .axis_desc_style(("sans-serif", 18));
-        if !xa.categories.is_empty() {
-            mesh.x_labels(xa.categories.len().max(2) * 4);
-        }
-        if !ya.categories.is_empty() {
-            mesh.y_labels(ya.categories.len().max(2) * 4);
-        }
-        mesh.draw().map_err(|x| e(&x))?;
-        let grey = RGBColor(215, 215, 215);
-        chart
-            .draw_series((0..n_tiles).map(|k| {
-                let c = match mode {
-                    0 => cls[k].as_deref().map(class_colour).unwrap_or(grey),
-                    _ if num[k].is_finite() => viridis((num[k] - lo) / (hi - lo)),
-                    _ => grey,
-                };
-                Rectangle::new(rects[k], c.filled())
-            }))
-            .map_err(|x| e(&x))?;
-        // A wide interval: a white diagonal across the cell.
-        chart
-            .draw_series((0..n_tiles).filter(|&k| wide[k]).map(|k| {
-                let [a, b] = rects[k];
-                PathElement::new(vec![a, b], WHITE.stroke_width(2))
-            }))
-            .map_err(|x| e(&x))?;
-
-        // Side: colour bar or class legend.
-        if mode == 0 {
-            let present: Vec<&str> = CLASSES
-                .iter()
-                .copied()
-                .filter(|c| cls.iter().any(|k| k.as_deref() == Some(*c)))
-                .collect();
-            for (k, c) in present.iter().enumerate() {
-                let y = 80 + 34 * k as i32;
-                side.draw(&Rectangle::new(
-                    [(10, y), (34, y + 24)],
-                    class_colour(c).filled(),
-                ))
-                .map_err(|x| e(&x))?;
-                side.draw(&Text::new(c.to_string(), (42, y + 4), ("sans-serif", 16)))
-                    .map_err(|x| e(&x))?;
-            }
-        } else {
-            let mut bar = ChartBuilder::on(&side)
-                .margin_top(60)
-                .margin_bottom(70)
-                .margin_right(10)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0.0..1.0, lo..hi)
-                .map_err(|x| e(&x))?;
-            bar.configure_mesh()
-                .disable_mesh()
-                .disable_x_axis()
-                .label_style(("sans-serif", 14))
-                .y_label_formatter(&|v| {
-                    let digits = (2.0 - (hi - lo).log10().floor()).clamp(0.0, 12.0) as usize;
-                    if (hi - lo) < 1e-4 * lo.abs().max(hi.abs()) {
-                        format!("{v:.6e}")
-                    } else {
-                        format!("{v:.digits$}")
-                    }
-                })
-                .draw()
-                .map_err(|x| e(&x))?;
-            let steps = 200;
-            bar.draw_series((0..steps).map(|s| {
-                let a = lo + (hi - lo) * s as f64 / steps as f64;
-                let b = lo + (hi - lo) * (s + 1) as f64 / steps as f64;
-                Rectangle::new([(0.0, a), (1.0, b)], viridis((a - lo) / (hi - lo)).filled())
-            }))
-            .map_err(|x| e(&x))?;
-        }
-        root.present().map_err(|x| e(&x))?;
-        Ok(())
-    })();
-    let done = drawn.and_then(|_| {
+    crate::output::plots::ensure_font();
+    let drawn = if svg {
+        render(SVGBackend::new(&tmp, SIZE).into_drawing_area(), picture)
+    } else {
+        render(BitMapBackend::new(&tmp, SIZE).into_drawing_area(), picture)
+    };
+    let done = drawn.map_err(|m| err(out, m)).and_then(|_| {
         std::fs::rename(&tmp, out).map_err(|source| OutputError::Io {
             path: out.display().to_string(),
             source,
@@ -699,14 +961,168 @@ pub fn draw_map_with(
     if done.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    done?;
+    done
+}
+
+/// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`) with `opts`.
+pub fn draw_map_with(
+    ds: &Dataset,
+    req: &MapRequest,
+    opts: &MapOptions,
+    out: &Path,
+) -> Result<MapSummary, OutputError> {
+    check_table(ds, out)?;
+    let col = |name: &str| {
+        ds.column(name).ok_or_else(|| {
+            let names: Vec<&str> = ds.columns.iter().map(|(n, _)| n.as_str()).collect();
+            err(
+                out,
+                format!(
+                    "the dataset has no column `{name}`; columns are {}",
+                    names.join(", ")
+                ),
+            )
+        })
+    };
+    let q = Quantity::parse(&req.metric, out)?;
+    if q == Quantity::Metric {
+        col(&req.metric)?;
+    }
+    let xa = MapAxis::new(&req.x, col(&req.x)?, opts.bins);
+    let ya = MapAxis::new(&req.y, col(&req.y)?, opts.bins);
+    let tiles = match opts.bins {
+        Some(_) => None,
+        None => refined_tiles(ds, &xa, &ya),
+    }
+    .unwrap_or_else(|| grid_tiles(&xa, &ya, ds.rows()));
+    let ci_width = opts.ci_width.unwrap_or(DEFAULT_CI_WIDTH);
+    let cells = aggregate(ds, req, q, &tiles, ci_width, out)?;
+    let range = colour_range(q, &req.metric, &cells.num, opts.range);
+    let filled_runs: Vec<usize> = cells.runs.iter().copied().filter(|&n| n > 0).collect();
+    let runs = (
+        filled_runs.iter().copied().min().unwrap_or(0),
+        filled_runs.iter().copied().max().unwrap_or(0),
+    );
+    let colours = (0..tiles.rects.len())
+        .map(|k| match q {
+            Quantity::Class => cells.class[k].map(class_colour).unwrap_or(NO_DATA),
+            _ if cells.num[k].is_finite() => {
+                viridis((cells.num[k] - range.0) / (range.1 - range.0))
+            }
+            _ => NO_DATA,
+        })
+        .collect();
+    let what = what(req, q);
+    let title = title_lines(ds, &what, runs);
+    let bar_label = (q != Quantity::Class).then_some(what);
+    let wide_cells = cells.wide.iter().filter(|&&w| w).count();
+    let picture = Picture {
+        xa: &xa,
+        ya: &ya,
+        title,
+        rects: &tiles.rects,
+        colours,
+        wide: &cells.wide,
+        bar: bar_label.map(|l| (range, l)),
+        legend: Class::ALL
+            .iter()
+            .copied()
+            .filter(|c| cells.class.contains(&Some(*c)))
+            .collect(),
+        strike: (wide_cells > 0).then_some(ci_width),
+    };
+    write_image(out, &picture)?;
     Ok(MapSummary {
         rows: ds.rows(),
-        cells: n_tiles,
-        filled_cells: filled,
+        cells: tiles.rects.len(),
+        filled_cells: match q {
+            Quantity::Class => cells.class.iter().filter(|c| c.is_some()).count(),
+            _ => cells.num.iter().filter(|x| x.is_finite()).count(),
+        },
         x_log: xa.log,
         y_log: ya.log,
-        range: (lo, hi),
-        wide_cells: wide.iter().filter(|&&w| w).count(),
+        range,
+        wide_cells,
+        runs_per_cell: runs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_are_round() {
+        let ax = MapAxis::new(
+            "k_p",
+            &Column::Num(vec![20.0, 63.2, 200.0, 632.0, 2000.0]),
+            None,
+        );
+        assert!(ax.log);
+        let labels: Vec<String> = ax.ticks().iter().map(|&v| ax.label(v)).collect();
+        assert_eq!(labels, ["20", "50", "100", "200", "500", "1000", "2000"]);
+    }
+
+    #[test]
+    fn axes_span_the_values_range() {
+        let ax = MapAxis::new("dphi", &Column::Num(vec![0.0, 0.5, 1.0, 1.5]), None);
+        assert!(!ax.log);
+        assert_eq!(ax.range(), (0.0, 1.5));
+        assert_eq!(ax.cells(), 4);
+        let binned = MapAxis::new("dphi", &Column::Num(vec![0.0, 0.5, 1.0, 1.5]), Some(3));
+        assert_eq!((binned.range(), binned.cells()), ((0.0, 1.5), 3));
+    }
+
+    #[test]
+    fn refined_tiles_stay_inside_the_swept_range() {
+        // A 3 x 3 grid on [0, 1] x [1, 100] (log), and one level-1 point at the centre
+        // of its lower-left cell: each tile a grid cell (or a quarter of one) around its
+        // point, clipped at the edges.
+        let mut x = vec![0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.0, 0.5, 1.0, 0.25];
+        let mut y = vec![1.0, 1.0, 1.0, 10.0, 10.0, 10.0, 100.0, 100.0, 100.0];
+        y.push(10f64.sqrt());
+        let level = [vec![0.0; 9], vec![1.0]].concat();
+        let combo: Vec<f64> = (0..10).map(|c| c as f64).collect();
+        let ds = Dataset {
+            columns: vec![
+                ("x".into(), Column::Num(std::mem::take(&mut x))),
+                ("y".into(), Column::Num(y)),
+                ("level".into(), Column::Num(level)),
+                ("combo".into(), Column::Num(combo)),
+            ],
+            ..Dataset::default()
+        };
+        let col = |n: &str| ds.column(n).unwrap();
+        let (xa, ya) = (
+            MapAxis::new("x", col("x"), None),
+            MapAxis::new("y", col("y"), None),
+        );
+        assert!(!xa.log && ya.log);
+        let t = refined_tiles(&ds, &xa, &ya).expect("a refined dataset");
+        assert_eq!(t.rects.len(), 10);
+        for [(x0, y0), (x1, y1)] in &t.rects {
+            assert!(*x0 >= 0.0 && *x1 <= 1.0 && *y0 >= 0.0 && *y1 <= 2.0);
+        }
+        let close =
+            |a: (f64, f64), b: (f64, f64)| (a.0 - b.0).abs() < 1e-12 && (a.1 - b.1).abs() < 1e-12;
+        // The corner point (0, 1): a quarter cell, clipped on two sides.
+        assert!(close(t.rects[0][0], (0.0, 0.0)) && close(t.rects[0][1], (0.25, 0.5)));
+        // The level-1 point, drawn last: half a grid step wide, centred on it.
+        assert!(close(t.rects[9][0], (0.125, 0.25)) && close(t.rects[9][1], (0.375, 0.75)));
+    }
+
+    #[test]
+    fn fraction_range_rounds_up_the_largest_fraction() {
+        let q = Quantity::Fraction {
+            class: Class::Metachronal,
+            marked: true,
+        };
+        assert_eq!(
+            colour_range(q, "", &[0.0, 0.19, f64::NAN], None),
+            (0.0, 0.2)
+        );
+        assert_eq!(colour_range(q, "", &[0.62], None), (0.0, 0.7));
+        assert_eq!(colour_range(q, "", &[0.62], Some((0.0, 1.0))), (0.0, 1.0));
+        assert_eq!(linear_ticks(0.0, 0.2), vec![0.0, 0.05, 0.1, 0.15, 0.2]);
+    }
 }

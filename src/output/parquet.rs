@@ -10,7 +10,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::{Float64Builder, ListBuilder};
+use arrow_array::builder::{BooleanBuilder, Float64Builder, ListBuilder};
 use arrow_array::{Array, ArrayRef, Float64Array, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -72,6 +72,31 @@ impl TableBuilder {
         let arr = b.finish();
         let dtype = arr.data_type().clone();
         self.push(field(name, dtype, unit), Arc::new(arr));
+    }
+
+    /// A list column with a null entry where a row has no list.
+    pub fn f64_list_opt(&mut self, name: &str, unit: &str, rows: Vec<Option<Vec<f64>>>) {
+        let mut b = ListBuilder::new(Float64Builder::new());
+        for r in rows {
+            if let Some(r) = &r {
+                b.values().append_slice(r);
+            }
+            b.append(r.is_some());
+        }
+        let arr = b.finish();
+        let dtype = arr.data_type().clone();
+        self.push(field(name, dtype, unit), Arc::new(arr));
+    }
+
+    pub fn bool_list(&mut self, name: &str, rows: Vec<Vec<bool>>) {
+        let mut b = ListBuilder::new(BooleanBuilder::new());
+        for r in rows {
+            b.values().append_slice(&r);
+            b.append(true);
+        }
+        let arr = b.finish();
+        let dtype = arr.data_type().clone();
+        self.push(field(name, dtype, "1"), Arc::new(arr));
     }
 
     pub fn finish(self) -> Result<RecordBatch, OutputError> {
@@ -436,27 +461,9 @@ pub fn timeseries_batch(samples: &[Sample], n_legs: usize) -> Result<RecordBatch
     t.finish()
 }
 
-/// Text form of a per-leg list for the metrics table ("" when absent).
-fn list_text(list: &Option<Vec<f64>>) -> String {
-    list.as_ref()
-        .map(|l| {
-            l.iter()
-                .map(|x| format!("{x}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .unwrap_or_default()
-}
-
-/// Mask as "1,0,1,...".
-pub fn mask_text(mask: &[bool]) -> String {
-    mask.iter()
-        .map(|&a| if a { "1" } else { "0" })
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// Append the parameter columns (every scalar typed, lists as text) for `rows`.
+/// Append the parameter columns (every scalar typed, the per-leg lists as list
+/// columns: `actuated` and `axo_actuated` booleans, `psi_init` and `omega_legs` numbers, null when not
+/// given) for `rows`.
 pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
     for spec in SCALAR_PARAMS {
         let vals: Vec<f64> = rows
@@ -473,9 +480,9 @@ pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
             t.f64(spec.name, spec.unit, vals);
         }
     }
-    t.string(
+    t.bool_list(
         "actuated",
-        rows.iter().map(|p| mask_text(&p.actuated)).collect(),
+        rows.iter().map(|p| p.actuated.clone()).collect(),
     );
     t.u32(
         "n_actuated",
@@ -484,18 +491,17 @@ pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
             .map(|p| p.actuated.iter().filter(|&&a| a).count() as u32)
             .collect(),
     );
-    t.string(
+    t.f64_list_opt(
         "psi_init",
-        rows.iter().map(|p| list_text(&p.psi_init)).collect(),
+        "rad",
+        rows.iter().map(|p| p.psi_init.clone()).collect(),
     );
-    t.string(
+    t.f64_list_opt(
         "omega_legs",
-        rows.iter().map(|p| list_text(&p.omega_legs)).collect(),
+        "rad/s",
+        rows.iter().map(|p| p.omega_legs.clone()).collect(),
     );
-    t.string(
-        "axo_actuated",
-        rows.iter().map(|p| mask_text(&p.axo_mask())).collect(),
-    );
+    t.bool_list("axo_actuated", rows.iter().map(|p| p.axo_mask()).collect());
 }
 
 /// Append every metric column for `rows`.

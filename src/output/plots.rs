@@ -313,7 +313,9 @@ pub fn snapshots(
 }
 
 /// Basal angles ψ_i(t) of every leg, one line each, unwrapped continuously from the
-/// initial angles `start` (so legs started a full turn apart stay apart).
+/// initial angles `start` (so legs started a full turn apart stay apart); below them
+/// the neighbour phase differences ψ_{i+1} − ψ_i, wrapped to (−π, π], where a lag
+/// that the legs keep (a wave) reads as flat lines away from zero.
 pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<(), OutputError> {
     let n_legs = start.len();
     ensure_font();
@@ -330,31 +332,41 @@ pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<()
             series[i].push((s.t, un));
         }
     }
+    let lags: Vec<Vec<(f64, f64)>> = (0..n_legs.saturating_sub(1))
+        .map(|i| {
+            samples
+                .iter()
+                .map(|s| (s.t, crate::metrics::wrap(s.psi[i + 1] - s.psi[i])))
+                .collect()
+        })
+        .collect();
     let (lo, hi) = series
         .iter()
         .flatten()
         .fold((f64::MAX, f64::MIN), |(a, b), &(_, y)| (a.min(y), b.max(y)));
     let t_end = samples.last().map(|s| s.t).unwrap_or(1.0);
-    let root = BitMapBackend::new(path, (1100, 650)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
-    let mut chart = ChartBuilder::on(&root)
+    let e = |x: &dyn std::fmt::Display| plot_err(path, x);
+    let root = BitMapBackend::new(path, (1100, 950)).into_drawing_area();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let (upper, lower) = root.split_vertically(590);
+    let mut chart = ChartBuilder::on(&upper)
         .caption("Basal angles", ("sans-serif", 24))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(0.0..t_end, lo - 0.5..hi + 0.5)
-        .map_err(|e| plot_err(path, e))?;
+        .map_err(|x| e(&x))?;
     chart
         .configure_mesh()
         .x_desc("t (s)")
         .y_desc("psi (rad, unwrapped)")
         .draw()
-        .map_err(|e| plot_err(path, e))?;
+        .map_err(|x| e(&x))?;
     for (i, pts) in series.into_iter().enumerate() {
         let c = leg_colour(i);
         chart
             .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-            .map_err(|e| plot_err(path, e))?
+            .map_err(|x| e(&x))?
             .label(format!("leg {}", i + 1))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     }
@@ -363,8 +375,56 @@ pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<()
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| plot_err(path, e))?;
-    root.present().map_err(|e| plot_err(path, e))?;
+        .map_err(|x| e(&x))?;
+
+    let pi = std::f64::consts::PI;
+    let mut diff = ChartBuilder::on(&lower)
+        .caption(
+            "Neighbour phase differences psi(i+1) - psi(i)",
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..t_end, -pi..pi)
+        .map_err(|x| e(&x))?;
+    diff.configure_mesh()
+        .x_desc("t (s)")
+        .y_desc("lag (rad, wrapped)")
+        .draw()
+        .map_err(|x| e(&x))?;
+    for (i, pts) in lags.into_iter().enumerate() {
+        // A wrap from +π to −π is a jump, not a line across the panel.
+        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for p in pts {
+            if let Some(&(_, last)) = runs.last().and_then(|r| r.last()) {
+                if (p.1 - last).abs() > pi {
+                    runs.push(Vec::new());
+                }
+            }
+            if let Some(r) = runs.last_mut() {
+                r.push(p);
+            }
+        }
+        let c = leg_colour(i);
+        for (k, r) in runs.into_iter().enumerate() {
+            let s = diff
+                .draw_series(LineSeries::new(r, c.stroke_width(2)))
+                .map_err(|x| e(&x))?;
+            if k == 0 {
+                s.label(format!("{}-{}", i + 2, i + 1))
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                    });
+            }
+        }
+    }
+    diff.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
     Ok(())
 }
 

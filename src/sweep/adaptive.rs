@@ -7,13 +7,13 @@
 //! combination's decision at each round reads only its repeats below that round's
 //! target (min, 2·min, 4·min, …, max): which points run depends only on results, never
 //! on batch size or on where a run was interrupted, so `--resume` continues it exactly.
+//! [`crate::sweep::atlas`] runs the rounds.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::sweep::dataset::{self, Column};
-use crate::sweep::run::{self, RunOptions};
+use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::summary::widest_interval;
-use crate::sweep::{Plan, PlannedPoint, SweepError, SweepSpec};
+use crate::sweep::{PlannedPoint, SweepError};
 
 /// `repeats = { min, max, ci_width }`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,19 +79,26 @@ impl AdaptiveRepeats {
     }
 }
 
-/// One round of an adaptive sweep.
-#[derive(Debug, Clone, Default)]
-pub struct Round {
-    /// Combinations still adding runs, and the points run for them.
-    pub combos: usize,
-    pub points_run: usize,
+impl std::fmt::Display for AdaptiveRepeats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "adaptive repeats {}..{} until every class fraction's Wilson 95 % interval is \
+             narrower than {}",
+            self.min, self.max, self.ci_width
+        )
+    }
 }
 
-/// How an adaptive sweep ended.
-#[derive(Debug, Clone)]
-pub enum AdaptiveOutcome {
-    Done(Vec<Round>),
-    Stopped,
+/// Class label per written point id.
+pub fn classes_by_id(ds: &Dataset) -> HashMap<u64, String> {
+    let mut classes = HashMap::new();
+    if let Some(Column::Text(cls)) = ds.column(crate::sweep::schema::COL_CLASS) {
+        for (id, c) in ds.point_ids().into_iter().zip(cls) {
+            classes.insert(id, c.clone());
+        }
+    }
+    classes
 }
 
 /// Where an adaptive sweep stands, from the classes of its written points.
@@ -106,96 +113,93 @@ pub struct AdaptiveState {
     pub open: usize,
 }
 
+/// The rule, written once: one combination's repeats (`ids`, in repeat order, every
+/// repeat 0..max) against the written classes. Returns the ids to run now and how many
+/// leading repeats its current target covers.
+fn decide(a: &AdaptiveRepeats, ids: &[u64], classes: &HashMap<u64, String>) -> (Vec<u64>, usize) {
+    let mut reached = 0;
+    for &target in &a.targets() {
+        let below = &ids[..target.min(ids.len())];
+        reached = below.len();
+        let todo: Vec<u64> = below
+            .iter()
+            .copied()
+            .filter(|id| !classes.contains_key(id))
+            .collect();
+        if !todo.is_empty() {
+            return (todo, reached);
+        }
+        let width = widest_interval(below.iter().map(|id| classes[id].as_str()));
+        if width < a.ci_width {
+            break;
+        }
+    }
+    (Vec::new(), reached)
+}
+
+/// Tally the decisions of some combinations (each its ids in repeat order).
+fn tally(
+    a: &AdaptiveRepeats,
+    combos: impl IntoIterator<Item = Vec<u64>>,
+    classes: &HashMap<u64, String>,
+) -> AdaptiveState {
+    let mut s = AdaptiveState::default();
+    for ids in combos {
+        let (todo, reached) = decide(a, &ids, classes);
+        s.planned.extend(&ids[..reached]);
+        if !todo.is_empty() {
+            s.open += 1;
+            s.todo.extend(todo);
+        }
+    }
+    s.planned.sort_unstable();
+    s.todo.sort_unstable();
+    s
+}
+
 /// Where an adaptive sweep of `combos` combinations stands (`classes`: class label
 /// per written point id); the runner and `metachron check` decide alike.
 pub fn state(a: &AdaptiveRepeats, combos: u64, classes: &HashMap<u64, String>) -> AdaptiveState {
     let max = a.max as u64;
-    let mut s = AdaptiveState::default();
-    for c in 0..combos {
-        for &target in &a.targets() {
-            let ids = c * max..c * max + target as u64;
-            let todo: Vec<u64> = ids.clone().filter(|id| !classes.contains_key(id)).collect();
-            s.planned.extend(ids.clone());
-            if !todo.is_empty() {
-                s.open += 1;
-                s.todo.extend(todo);
-                break;
-            }
-            let width = widest_interval(ids.map(|id| classes[&id].as_str()));
-            if width < a.ci_width {
-                break;
-            }
-        }
-    }
-    s.planned.sort_unstable();
-    s.planned.dedup();
-    s
+    tally(
+        a,
+        (0..combos).map(|c| (c * max..(c + 1) * max).collect()),
+        classes,
+    )
 }
 
-/// The points still to run (see [`state`]).
-fn pending<'a>(
+/// Where the combinations of `points` (every repeat, 0..max, of some combinations:
+/// a refinement level's) stand.
+pub fn state_of(
     a: &AdaptiveRepeats,
-    plan: &'a Plan,
+    points: &[&PlannedPoint],
+    classes: &HashMap<u64, String>,
+) -> AdaptiveState {
+    let mut by_combo: BTreeMap<u64, Vec<&PlannedPoint>> = BTreeMap::new();
+    for &p in points {
+        by_combo.entry(p.combo).or_default().push(p);
+    }
+    let combos = by_combo.into_values().map(|mut reps| {
+        reps.sort_by_key(|p| p.repeat);
+        reps.iter().map(|p| p.point_id).collect::<Vec<u64>>()
+    });
+    tally(a, combos, classes)
+}
+
+/// The points still to run among `points` (see [`state_of`]), in id order, and how
+/// many combinations still add runs.
+pub fn pending<'a>(
+    a: &AdaptiveRepeats,
+    points: &[&'a PlannedPoint],
     classes: &HashMap<u64, String>,
 ) -> (Vec<&'a PlannedPoint>, usize) {
-    let combos = plan.points.len() as u64 / a.max as u64;
-    let s = state(a, combos, classes);
-    let out = s.todo.iter().map(|&id| &plan.points[id as usize]).collect();
+    let s = state_of(a, points, classes);
+    let todo: HashSet<u64> = s.todo.into_iter().collect();
+    let mut out: Vec<&PlannedPoint> = points
+        .iter()
+        .copied()
+        .filter(|p| todo.contains(&p.point_id))
+        .collect();
+    out.sort_by_key(|p| p.point_id);
     (out, s.open)
-}
-
-/// Run an adaptive-repeats sweep round by round (unsharded), writing part files as
-/// [`run::run`] does; `on_round` sees each round before it runs.
-pub fn run_adaptive(
-    spec: &SweepSpec,
-    plan: &Plan,
-    opts: &RunOptions,
-    mut on_round: impl FnMut(&Round),
-) -> Result<AdaptiveOutcome, SweepError> {
-    let a = spec
-        .adaptive
-        .ok_or_else(|| SweepError::Dataset("the sweep file has no adaptive repeats".into()))?;
-    if opts.shard.count > 1 {
-        return Err(SweepError::Shard(format!(
-            "--shard {}: adaptive repeats decide from all runs of a combination, so they run \
-             unsharded (give `repeats` a number to shard the sweep)",
-            opts.shard
-        )));
-    }
-    let mut rounds = Vec::new();
-    let mut chunks_left = opts.stop_after_chunks;
-    // The first round goes through `work`: it refuses a foreign or unflagged dataset.
-    run::work(spec, plan, opts)?;
-    loop {
-        let ds = dataset::read_dataset(&opts.out)?;
-        let mut classes = HashMap::new();
-        if let Some(Column::Text(cls)) = ds.column("class") {
-            for (id, c) in ds.point_ids().into_iter().zip(cls) {
-                classes.insert(id, c.clone());
-            }
-        }
-        let (todo, open) = pending(&a, plan, &classes);
-        if todo.is_empty() {
-            return Ok(AdaptiveOutcome::Done(rounds));
-        }
-        let mut round = Round {
-            combos: open,
-            points_run: 0,
-        };
-        on_round(&round);
-        let round_opts = RunOptions {
-            resume: true,
-            stop_after_chunks: chunks_left,
-            ..opts.clone()
-        };
-        let s = run::run(spec, &todo, &round_opts, |_| {})?;
-        if s.stopped {
-            return Ok(AdaptiveOutcome::Stopped);
-        }
-        if let Some(k) = chunks_left.as_mut() {
-            *k -= s.chunks_written;
-        }
-        round.points_run = s.points_run;
-        rounds.push(round);
-    }
 }

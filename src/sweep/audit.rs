@@ -6,12 +6,12 @@
 //! computes it, so a finished one is complete and one with levels or repeats left
 //! says so.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::sweep::dataset::{self, Column, Dataset};
+use crate::sweep::dataset::{self, Dataset};
 use crate::sweep::manifest::{manifest_path, Manifest};
-use crate::sweep::schema::{self, COL_CLASS};
+use crate::sweep::schema;
 use crate::sweep::verify::{self, quarantined, ranges, Expected, Scan, VerifyCache};
 use crate::sweep::{adaptive, refine, run, SweepError, SweepSpec};
 
@@ -163,7 +163,7 @@ pub fn audit(dir: &Path, sweep: Option<SweepSpec>, cached: bool) -> Result<Audit
     let planned = if spec.refine.is_some() || spec.adaptive.is_some() {
         let paths: Vec<_> = scan.good.iter().map(|p| p.path.clone()).collect();
         let ds = dataset::read_parts(dir, &paths)?;
-        let p = planned_from_rows(&spec, dir, &ds)?;
+        let p = planned_from_rows(&spec, &ds)?;
         rows = Some(ds);
         p
     } else {
@@ -180,9 +180,9 @@ pub fn audit(dir: &Path, sweep: Option<SweepSpec>, cached: bool) -> Result<Audit
 }
 
 /// The ids a refined or adaptive-repeats dataset must hold, from its rows.
-fn planned_from_rows(spec: &SweepSpec, dir: &Path, ds: &Dataset) -> Result<Planned, SweepError> {
+fn planned_from_rows(spec: &SweepSpec, ds: &Dataset) -> Result<Planned, SweepError> {
     if spec.refine.is_some() {
-        let p = refine::plan_from_rows(spec, dir, ds)?;
+        let p = refine::plan_from_rows(spec, ds)?;
         let open = p.open_level.map(|(level, n)| {
             format!("refinement level {level} has {n} points still to run (run the sweep again with --resume)")
         });
@@ -191,12 +191,7 @@ fn planned_from_rows(spec: &SweepSpec, dir: &Path, ds: &Dataset) -> Result<Plann
     let Some(a) = spec.adaptive else {
         return Ok(Planned::All(run::id_space(spec)));
     };
-    let mut classes = HashMap::new();
-    if let Some(Column::Text(cls)) = ds.column(COL_CLASS) {
-        for (id, c) in ds.point_ids().into_iter().zip(cls) {
-            classes.insert(id, c.clone());
-        }
-    }
+    let classes = adaptive::classes_by_id(ds);
     let s = adaptive::state(&a, spec.combinations() as u64, &classes);
     let open = (s.open > 0).then(|| {
         format!(

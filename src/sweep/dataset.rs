@@ -36,8 +36,8 @@ use crate::sweep::schema::{
 use crate::sweep::{PlannedPoint, Shard, SweepSpec};
 
 pub use crate::sweep::schema::{
-    part_path, META_ADAPTER, META_BACKEND, META_DIGEST, META_FIRST_ID, META_LAST_ID, META_ROWS,
-    META_SHARD, META_SWEEP, META_SWEEP_HASH, META_VERSION, QUARANTINE_DIR,
+    part_path, FORMAT_VERSION, META_ADAPTER, META_BACKEND, META_DIGEST, META_FIRST_ID, META_FORMAT,
+    META_LAST_ID, META_ROWS, META_SHARD, META_SWEEP, META_SWEEP_HASH, META_VERSION, QUARANTINE_DIR,
 };
 
 /// Fingerprint of a sweep file's text (resume refuses a directory of another sweep).
@@ -47,14 +47,7 @@ pub fn sweep_hash(spec: &SweepSpec) -> String {
 
 /// Scheme label of a backend: the fixed-step scheme or the reference method.
 pub fn scheme_label(spec: &SweepSpec, backend: Backend) -> String {
-    if backend == Backend::Reference {
-        toml::Value::try_from(spec.config.solver.method)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| "reference".into())
-    } else {
-        "dkd-dc".into()
-    }
+    crate::simulate::scheme_name(&spec.config, backend)
 }
 
 /// What ran the points: the backend and its adapter (the GPU's name, type and
@@ -63,8 +56,8 @@ pub fn adapter_label(backend: Backend) -> String {
     crate::batch::adapter_label(backend)
 }
 
-/// File metadata of a part: the sweep file, format and software versions, backend,
-/// adapter, scheme, step settings and classification thresholds.
+/// File metadata of a part: the sweep file, version, dataset format, backend, adapter,
+/// the scheme that ran with its settings, and classification thresholds.
 pub fn part_metadata(
     spec: &SweepSpec,
     backend: Backend,
@@ -84,15 +77,14 @@ pub fn part_metadata(
         (k::META_SHARD, shard.to_string()),
         (k::META_BACKEND, backend.label().into()),
         (k::META_ADAPTER, adapter_label(backend)),
-        (k::META_SCHEME, scheme_label(spec, backend)),
-        (k::META_FIXED_STEP, ser(&cfg.fixed_step)),
-        (k::META_SOLVER, ser(&cfg.solver)),
         (k::META_METRICS_SETTINGS, ser(&cfg.metrics)),
         (k::META_THRESHOLDS, ser(&cfg.metrics.thresholds)),
         (k::META_CHUNK_WALL, format!("{chunk_wall_seconds:.3}")),
     ]
     .into_iter()
     .map(|(key, v)| (key.to_string(), v))
+    // The scheme that ran, with its settings only.
+    .chain(crate::simulate::scheme_metadata(cfg, backend))
     .collect()
 }
 
@@ -644,6 +636,33 @@ fn column_of(a: &dyn Array) -> Option<Column> {
     None
 }
 
+/// A per-leg list column as text, one row each: numbers as written, masks as 1/0,
+/// comma-joined ("" for a null row): the form the summary and the maps parse.
+fn list_text_column(a: &dyn Array) -> Option<Column> {
+    let x = a.as_any().downcast_ref::<ListArray>()?;
+    let text = |i: usize| {
+        if x.is_null(i) {
+            return String::new();
+        }
+        let v = x.value(i);
+        if let Some(f) = v.as_any().downcast_ref::<Float64Array>() {
+            f.values()
+                .iter()
+                .map(|x| format!("{x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        } else if let Some(b) = v.as_any().downcast_ref::<BooleanArray>() {
+            (0..b.len())
+                .map(|k| if b.value(k) { "1" } else { "0" })
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        }
+    };
+    Some(Column::Text((0..x.len()).map(text).collect()))
+}
+
 /// Why `schema` is not a part's schema (a missing or retyped column), if it is not.
 pub fn schema_mismatch(
     schema: &arrow_schema::Schema,
@@ -683,8 +702,8 @@ pub fn schema_mismatch(
 }
 
 /// Read the candidate parts of `dir` (`shard=K/part-*.parquet`, no other file) into
-/// one table of scalar columns, as they are: for a dataset still being written (the
-/// runner's own reads, after `--resume` checked it). Readers of a finished dataset go
+/// one table of scalar columns (the per-leg parameter lists as text), as they are: for
+/// a dataset still being written (the runner's own reads, after `--resume` checked it). Readers of a finished dataset go
 /// through [`crate::sweep::audit::read_verified`]. A file that is not a part of a
 /// metachron dataset (its columns differ) is an error naming the file and the column.
 pub fn read_dataset(dir: &Path) -> Result<Dataset, OutputError> {
@@ -726,7 +745,12 @@ pub fn read_parts(dir: &Path, parts: &[PathBuf]) -> Result<Dataset, OutputError>
         for b in batches {
             let schema = b.schema();
             for (f, a) in schema.fields().iter().zip(b.columns()) {
-                let Some(col) = column_of(a.as_ref()) else {
+                let col = if crate::params::LIST_PARAMS.contains(&f.name().as_str()) {
+                    list_text_column(a.as_ref()).or_else(|| column_of(a.as_ref()))
+                } else {
+                    column_of(a.as_ref())
+                };
+                let Some(col) = col else {
                     continue;
                 };
                 match ds.columns.iter_mut().find(|(n, _)| n == f.name()) {

@@ -5,6 +5,7 @@
 //! one process per shard ([`lock`]); any row can be run again ([`replay`]).
 
 pub mod adaptive;
+pub mod atlas;
 pub mod audit;
 pub mod dataset;
 pub mod lock;

@@ -1,14 +1,23 @@
 //! Adaptive refinement (`[refine]`): start from the axes' grid, then, level by level,
-//! split the cells whose corner points disagree (on the class, or on a metric by more
-//! than a threshold), up to `max_level` halvings and `max_points` runs in all.
+//! split the cells whose corner points disagree (on the class, on a class fraction or
+//! on a metric by more than a threshold), up to `max_level` halvings and `max_points`
+//! runs in all. This module holds the table, the lattice and the splitting decision;
+//! [`crate::sweep::atlas`] runs the levels.
 //!
 //! ```toml
 //! [refine]
-//! by = "class"        # or a metric column, with threshold = 0.1
+//! by = "class"        # or "fraction:metachronal", or a metric column, with a threshold
+//! threshold = 0.1     # fraction or metric: the span over a cell's corners that splits it
+//! test = "difference" # fraction only: or "wilson" (split when two corners' Wilson 95 %
+//!                     # intervals lie more than `threshold` apart)
 //! max_level = 3
 //! max_points = 5000
 //! axes = ["alpha", "beta"]   # optional: default every linspace/logspace axis (<= 3)
 //! ```
+//!
+//! With adaptive repeats (`repeats = { min, max, ci_width }`) every new combination
+//! gets its repeats until its intervals are narrow enough, and the decision reads all
+//! of them; `max_points` then counts each combination at `max` repeats.
 //!
 //! Every point lives on the finest lattice: a refined axis of `num` values has
 //! `(num − 1)·2^max_level + 1` lattice values, the same values a dense linspace/logspace
@@ -19,15 +28,14 @@
 //! as for any sweep (a shard that finished its part of a level waits for the others'
 //! rows: rerun it with `--resume` once they are written).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 use crate::metrics::{Class, METRIC_COLUMNS};
-use crate::sweep::dataset::{self, Column, Dataset};
+use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::plan::combo_points;
-use crate::sweep::run::{self, RunOptions};
 use crate::sweep::spec::spaced_value;
-use crate::sweep::verify;
-use crate::sweep::{AxisKind, Plan, PlannedPoint, SweepError, SweepSpec};
+use crate::sweep::summary::{wilson, Z95};
+use crate::sweep::{AxisKind, Plan, SweepError, SweepSpec};
 
 /// What decides that a cell's corners disagree.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +44,51 @@ pub enum RefineBy {
     Class,
     /// The metric (mean over repeats) spans more than `threshold` over the corners.
     Metric { column: String, threshold: f64 },
+    /// The fraction of a combination's runs ending in `class` changes over the corners.
+    Fraction {
+        class: Class,
+        threshold: f64,
+        test: FractionTest,
+    },
+}
+
+/// How corner fractions are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FractionTest {
+    /// Highest minus lowest fraction above the threshold.
+    Difference,
+    /// Two corners' Wilson 95 % intervals more than the threshold apart (0: disjoint).
+    Wilson,
+}
+
+impl std::fmt::Display for RefineBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RefineBy::Class => write!(f, "class"),
+            RefineBy::Metric { column, threshold } => {
+                write!(f, "{column} (split where it spans more than {threshold})")
+            }
+            RefineBy::Fraction {
+                class,
+                threshold,
+                test: FractionTest::Difference,
+            } => write!(
+                f,
+                "the fraction of {} runs (split where it changes by more than {threshold})",
+                class.label()
+            ),
+            RefineBy::Fraction {
+                class,
+                threshold,
+                test: FractionTest::Wilson,
+            } => write!(
+                f,
+                "the fraction of {} runs (split where two corners' Wilson 95 % intervals \
+                 lie more than {threshold} apart)",
+                class.label()
+            ),
+        }
+    }
 }
 
 /// A `[refine]` table.
@@ -48,7 +101,7 @@ pub struct Refine {
     pub axes: Vec<usize>,
 }
 
-const KEYS: &[&str] = &["by", "threshold", "max_level", "max_points", "axes"];
+const KEYS: &[&str] = &["by", "threshold", "test", "max_level", "max_points", "axes"];
 /// Most halvings: 2^12 lattice steps per grid cell is far below any useful resolution.
 const MAX_LEVEL: i64 = 12;
 
@@ -105,21 +158,64 @@ impl Refine {
                 ))
             }
         };
+        let test = match t.remove("test") {
+            None => None,
+            Some(toml::Value::String(s)) if s == "difference" => Some(FractionTest::Difference),
+            Some(toml::Value::String(s)) if s == "wilson" => Some(FractionTest::Wilson),
+            Some(other) => {
+                return Err(err(
+                    "test",
+                    format!("`{other}`: use \"difference\" or \"wilson\""),
+                ))
+            }
+        };
+        if test.is_some() && !by.starts_with("fraction:") {
+            return Err(err("test", "only with `by = \"fraction:<class>\"`".into()));
+        }
+        let need_threshold = |what: &str| {
+            threshold.ok_or_else(|| {
+                err(
+                    "threshold",
+                    format!("missing: refining by `{what}` needs a threshold (>= 0)"),
+                )
+            })
+        };
         let by = if by == "class" {
             if threshold.is_some() {
                 return Err(err(
                     "threshold",
-                    "only with a metric column (`by = \"lag_order\"`, ...)".into(),
+                    "only with a fraction or a metric column (`by = \"fraction:metachronal\"`, \
+                     `by = \"lag_order\"`, ...)"
+                        .into(),
                 ));
             }
             RefineBy::Class
-        } else if METRIC_COLUMNS.iter().any(|(m, _)| *m == by) {
-            let threshold = threshold.ok_or_else(|| {
-                err(
+        } else if let Some(label) = by.strip_prefix("fraction:") {
+            let class = Class::ALL
+                .iter()
+                .copied()
+                .find(|c| c.label() == label)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = Class::ALL.iter().map(|c| c.label()).collect();
+                    err(
+                        "by",
+                        format!("`{by}`: the classes are {}", names.join(", ")),
+                    )
+                })?;
+            let threshold = need_threshold(&by)?;
+            if threshold > 1.0 {
+                return Err(err(
                     "threshold",
-                    format!("missing: refining by `{by}` needs a threshold (>= 0)"),
-                )
-            })?;
+                    format!("{threshold}: a fraction's threshold is in [0, 1]"),
+                ));
+            }
+            RefineBy::Fraction {
+                class,
+                threshold,
+                test: test.unwrap_or(FractionTest::Difference),
+            }
+        } else if METRIC_COLUMNS.iter().any(|(m, _)| *m == by) {
+            let threshold = need_threshold(&by)?;
             RefineBy::Metric {
                 column: by,
                 threshold,
@@ -128,7 +224,10 @@ impl Refine {
             let names: Vec<&str> = METRIC_COLUMNS.iter().map(|(m, _)| *m).collect();
             return Err(err(
                 "by",
-                format!("`{by}`: use \"class\" or a metric: {}", names.join(", ")),
+                format!(
+                    "`{by}`: use \"class\", \"fraction:<class>\" or a metric: {}",
+                    names.join(", ")
+                ),
             ));
         };
         let spaced =
@@ -206,12 +305,6 @@ impl Refine {
                     ),
                 ));
             }
-        }
-        if spec.adaptive.is_some() {
-            return Err(err(
-                "axes",
-                "refinement and adaptive repeats do not combine: give `repeats` a number".into(),
-            ));
         }
         let r = Refine {
             by,
@@ -358,41 +451,22 @@ impl Cell {
     }
 }
 
-/// One level's outcome.
-#[derive(Debug, Clone, Default)]
-pub struct LevelReport {
-    pub level: u32,
-    /// Cells split to plan this level (0 at level 0).
-    pub cells_split: usize,
-    /// New parameter combinations and points (combinations × repeats).
-    pub combos: usize,
-    pub points: usize,
-    /// Points this process ran.
-    pub points_run: usize,
-    /// Splits left out because of `max_points`.
-    pub truncated: bool,
-}
-
-/// How a refined sweep ended.
-#[derive(Debug, Clone)]
-pub enum RefineOutcome {
-    /// Every level is written.
-    Done(Vec<LevelReport>),
-    /// This shard wrote its part of `level`; other shards' rows are still missing.
-    Waiting { level: u32, missing: usize },
-    /// Stopped after `stop_after_chunks` (tests of interruption).
-    Stopped,
-}
-
-/// Value of a combination's corner: its class or its metric (over its repeats).
+/// Value of a combination's corner: its class, its class fraction or its metric (over
+/// its repeats).
 #[derive(Debug, Clone, PartialEq)]
 enum Corner {
     Class(String),
     Num(f64),
+    /// `k` of `n` runs in the class.
+    Fraction {
+        k: usize,
+        n: usize,
+    },
 }
 
 /// Whether a cell's corners disagree: a corner without a value, different classes,
-/// a metric spanning more than the threshold, or a metric finite at some corners only.
+/// a fraction or metric spanning more than the threshold, or a metric finite at some
+/// corners only.
 fn disagree(by: &RefineBy, corners: &[Option<&Corner>]) -> bool {
     if corners.iter().any(|c| c.is_none()) {
         return true;
@@ -400,62 +474,89 @@ fn disagree(by: &RefineBy, corners: &[Option<&Corner>]) -> bool {
     let corners: Vec<&Corner> = corners.iter().flatten().copied().collect();
     match by {
         RefineBy::Class => corners.windows(2).any(|w| w[0] != w[1]),
+        RefineBy::Fraction {
+            threshold, test, ..
+        } => {
+            let kn: Vec<(usize, usize)> = corners
+                .iter()
+                .filter_map(|c| match c {
+                    Corner::Fraction { k, n } => Some((*k, *n)),
+                    _ => None,
+                })
+                .collect();
+            if kn.len() != corners.len() || kn.iter().any(|&(_, n)| n == 0) {
+                return true;
+            }
+            match test {
+                FractionTest::Difference => {
+                    let p: Vec<f64> = kn.iter().map(|&(k, n)| k as f64 / n as f64).collect();
+                    let (lo, hi) = span(&p);
+                    hi - lo > *threshold
+                }
+                FractionTest::Wilson => {
+                    let iv: Vec<(f64, f64)> = kn.iter().map(|&(k, n)| wilson(k, n, Z95)).collect();
+                    let highest_lower = iv.iter().map(|i| i.0).fold(f64::NEG_INFINITY, f64::max);
+                    let lowest_upper = iv.iter().map(|i| i.1).fold(f64::INFINITY, f64::min);
+                    highest_lower - lowest_upper > *threshold
+                }
+            }
+        }
         RefineBy::Metric { threshold, .. } => {
             let x: Vec<f64> = corners
                 .iter()
                 .map(|c| match c {
                     Corner::Num(x) => *x,
-                    Corner::Class(_) => f64::NAN,
+                    _ => f64::NAN,
                 })
                 .collect();
             let finite: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
             if finite.is_empty() {
                 return false;
             }
-            let (lo, hi) = finite
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
-                    (a.min(v), b.max(v))
-                });
+            let (lo, hi) = span(&finite);
             finite.len() != x.len() || hi - lo > *threshold
         }
     }
 }
 
-/// Corner values of `combos` from the rows `ds` (the rows written under `out`).
+fn span(x: &[f64]) -> (f64, f64) {
+    x.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(v), b.max(v))
+        })
+}
+
+fn no_column(name: &str) -> SweepError {
+    SweepError::Dataset(format!(
+        "the dataset has no column `{name}` of the expected type (the refinement criterion)"
+    ))
+}
+
+/// Corner values of `combos` from the rows of `ds` (every row of a combination: its
+/// repeats, fixed or adaptive).
 fn corner_values(
-    spec: &SweepSpec,
     r: &Refine,
-    out: &std::path::Path,
     ds: &Dataset,
     combos: &BTreeSet<u64>,
 ) -> Result<HashMap<u64, Corner>, SweepError> {
-    let ids = ds.point_ids();
-    let col = |name: &str| {
-        ds.column(name).ok_or_else(|| {
-            SweepError::Dataset(format!(
-                "{}: the dataset has no column `{name}`",
-                out.display()
-            ))
-        })
-    };
-    let repeats = spec.repeats as u64;
     let mut rows: HashMap<u64, Vec<usize>> = HashMap::new();
-    for (row, id) in ids.iter().enumerate() {
-        if combos.contains(&(id / repeats)) {
-            rows.entry(id / repeats).or_default().push(row);
+    let Some(Column::Num(combo)) = ds.column("combo") else {
+        return Err(no_column("combo"));
+    };
+    for (row, &c) in combo.iter().enumerate() {
+        if combos.contains(&(c as u64)) {
+            rows.entry(c as u64).or_default().push(row);
         }
     }
-    let mut out_map = HashMap::new();
+    let text = |name: &str| match ds.column(name) {
+        Some(Column::Text(v)) => Ok(v),
+        _ => Err(no_column(name)),
+    };
+    let mut out = HashMap::new();
     for (combo, rs) in rows {
-        let v = match (
-            &r.by,
-            col(match &r.by {
-                RefineBy::Class => "class",
-                RefineBy::Metric { column, .. } => column,
-            })?,
-        ) {
-            (RefineBy::Class, Column::Text(cls)) => {
+        let v = match &r.by {
+            RefineBy::Class => {
+                let cls = text("class")?;
                 // Most frequent class; ties go to the first in the class list.
                 let best = Class::ALL
                     .iter()
@@ -466,7 +567,17 @@ fn corner_values(
                     );
                 Corner::Class(best.1.map(|c| c.label()).unwrap_or("").to_string())
             }
-            (RefineBy::Metric { .. }, Column::Num(x)) => {
+            RefineBy::Fraction { class, .. } => {
+                let cls = text("class")?;
+                Corner::Fraction {
+                    k: rs.iter().filter(|&&i| cls[i] == class.label()).count(),
+                    n: rs.len(),
+                }
+            }
+            RefineBy::Metric { column, .. } => {
+                let Some(Column::Num(x)) = ds.column(column) else {
+                    return Err(no_column(column));
+                };
                 let f: Vec<f64> = rs.iter().map(|&i| x[i]).filter(|v| v.is_finite()).collect();
                 Corner::Num(if f.is_empty() {
                     f64::NAN
@@ -474,54 +585,86 @@ fn corner_values(
                     f.iter().sum::<f64>() / f.len() as f64
                 })
             }
-            _ => {
-                return Err(SweepError::Dataset(format!(
-                    "{}: column type of the refinement criterion is not as expected",
-                    out.display()
-                )))
-            }
         };
-        out_map.insert(combo, v);
+        out.insert(combo, v);
     }
-    Ok(out_map)
+    Ok(out)
 }
 
-/// The level-0 points of a refined sweep (its axes' grid, with lattice ids).
-pub fn level0_plan(spec: &SweepSpec, r: &Refine) -> Result<Plan, SweepError> {
-    let lat = Lattice::new(spec, r);
-    let mut points = Vec::new();
-    for idx in lat.grid(spec) {
-        points.extend(combo_points(
-            spec,
-            lat.combo(&idx),
-            &lat.values(spec, &idx),
-            0,
-        )?);
+impl std::fmt::Display for Refine {
+    /// The user's words: "refined on class up to level 3 (at most 5000 points)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refined on {} up to level {} (at most {} points)",
+            self.by, self.max_level, self.max_points
+        )
     }
-    Ok(Plan { points })
 }
 
-/// The planning of a refined sweep between levels: what is planned so far, the cells
-/// that may split next, and the lattice points of the level just planned. The runner
-/// and `metachron check` plan with it alike.
-struct Planner<'a> {
+/// The points one level adds, and why.
+#[derive(Debug, Clone)]
+pub struct LevelPlan {
+    pub level: u32,
+    /// Cells split to plan this level (0 at level 0).
+    pub cells_split: usize,
+    /// New parameter combinations (each with `spec.repeats` points, or adaptive ones).
+    pub combos: usize,
+    /// Splits left out because of `max_points`.
+    pub truncated: bool,
+    pub plan: Plan,
+}
+
+/// The refinement's planning state: which combinations are planned and which cells
+/// may split next. A level's plan depends only on the rows of the levels before it.
+pub struct Refiner<'a> {
     spec: &'a SweepSpec,
     r: &'a Refine,
     lat: Lattice,
     planned: BTreeSet<u64>,
     cells: Vec<Cell>,
+    /// Points planned so far (combinations × repeats; adaptive: × max).
     total: usize,
-    /// Lattice points of the current level, in id order.
-    level_idx: Vec<Vec<usize>>,
+    level: u32,
 }
 
-impl<'a> Planner<'a> {
-    /// Level 0: the axes' own grid.
-    fn new(spec: &'a SweepSpec, r: &'a Refine) -> Planner<'a> {
+impl<'a> Refiner<'a> {
+    pub fn new(spec: &'a SweepSpec) -> Result<Refiner<'a>, SweepError> {
+        let r = spec
+            .refine
+            .as_ref()
+            .ok_or_else(|| SweepError::Dataset("the sweep file has no [refine] table".into()))?;
         let lat = Lattice::new(spec, r);
-        let grid = lat.grid(spec);
-        let planned: BTreeSet<u64> = grid.iter().map(|i| lat.combo(i)).collect();
-        let cells: Vec<Cell> = grid
+        Ok(Refiner {
+            spec,
+            r,
+            lat,
+            planned: BTreeSet::new(),
+            cells: Vec::new(),
+            total: 0,
+            level: 0,
+        })
+    }
+
+    fn plan_of(&self, idx: &[Vec<usize>], level: u32) -> Result<Plan, SweepError> {
+        let mut points = Vec::new();
+        for i in idx {
+            points.extend(combo_points(
+                self.spec,
+                self.lat.combo(i),
+                &self.lat.values(self.spec, i),
+                level,
+            )?);
+        }
+        Ok(Plan { points })
+    }
+
+    /// Level 0: the axes' own grid.
+    pub fn level0(&mut self) -> Result<LevelPlan, SweepError> {
+        let lat = &self.lat;
+        let grid = lat.grid(self.spec);
+        self.planned = grid.iter().map(|i| lat.combo(i)).collect();
+        self.cells = grid
             .iter()
             .filter(|b| {
                 b.iter()
@@ -533,26 +676,31 @@ impl<'a> Planner<'a> {
                 size: lat.stride,
             })
             .collect();
-        let total = planned.len() * spec.repeats;
-        Planner {
-            spec,
-            r,
-            lat,
-            planned,
-            cells,
-            total,
-            level_idx: grid,
-        }
+        self.total = grid.len() * self.spec.repeats;
+        self.level = 0;
+        Ok(LevelPlan {
+            level: 0,
+            cells_split: 0,
+            combos: grid.len(),
+            truncated: false,
+            plan: self.plan_of(&grid, 0)?,
+        })
     }
 
-    /// Plan the next level from the corner values of what is planned so far: split
-    /// the cells whose corners disagree (within `max_points`). Fills `report`'s
-    /// `cells_split` and `truncated`; an empty `level_idx` afterwards means done.
-    fn advance(&mut self, values: &HashMap<u64, Corner>, report: &mut LevelReport) {
+    /// The next level from the rows written so far (`ds` holds every row of the
+    /// levels before it); `None` when no cell splits or `max_level` is reached.
+    pub fn next_level(&mut self, ds: &Dataset) -> Result<Option<LevelPlan>, SweepError> {
+        if self.level >= self.r.max_level {
+            return Ok(None);
+        }
+        let level = self.level + 1;
         let lat = &self.lat;
+        let repeats = self.spec.repeats;
+        let values = corner_values(self.r, ds, &self.planned)?;
         let mut next = Vec::new();
-        self.level_idx.clear();
-        let mut new_here: HashSet<u64> = HashSet::new();
+        let mut level_idx: Vec<Vec<usize>> = Vec::new();
+        let mut new_here: BTreeSet<u64> = BTreeSet::new();
+        let (mut cells_split, mut truncated) = (0, false);
         for cell in &self.cells {
             let corners: Vec<Option<&Corner>> = cell
                 .points(lat, cell.size)
@@ -571,15 +719,15 @@ impl<'a> Planner<'a> {
                     !self.planned.contains(&c) && !new_here.contains(&c)
                 })
                 .collect();
-            if self.total + fresh.len() * self.spec.repeats > self.r.max_points {
-                report.truncated = true;
+            if self.total + fresh.len() * repeats > self.r.max_points {
+                truncated = true;
                 break;
             }
-            self.total += fresh.len() * self.spec.repeats;
-            report.cells_split += 1;
+            self.total += fresh.len() * repeats;
+            cells_split += 1;
             for p in fresh {
                 new_here.insert(lat.combo(&p));
-                self.level_idx.push(p);
+                level_idx.push(p);
             }
             // Its 2^d sub-cells are candidates of the next level.
             let sub = Cell {
@@ -591,21 +739,25 @@ impl<'a> Planner<'a> {
             }
         }
         self.planned.extend(new_here.iter().copied());
-        self.level_idx.sort_by_key(|p| lat.combo(p));
+        level_idx.sort_by_key(|p| lat.combo(p));
         self.cells = next;
+        self.level = level;
+        if level_idx.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(LevelPlan {
+            level,
+            cells_split,
+            combos: level_idx.len(),
+            truncated,
+            plan: self.plan_of(&level_idx, level)?,
+        }))
     }
+}
 
-    /// Point ids of the current level (every repeat of its combinations).
-    fn level_ids(&self) -> Vec<u64> {
-        let repeats = self.spec.repeats as u64;
-        self.level_idx
-            .iter()
-            .flat_map(|idx| {
-                let c = self.lat.combo(idx);
-                (0..repeats).map(move |k| c * repeats + k)
-            })
-            .collect()
-    }
+/// The level-0 points of a refined sweep (its axes' grid, with lattice ids).
+pub fn level0_plan(spec: &SweepSpec) -> Result<Plan, SweepError> {
+    Ok(Refiner::new(spec)?.level0()?.plan)
 }
 
 /// A refined dataset's plan, computed from its rows as the runner computes it.
@@ -617,104 +769,34 @@ pub struct RefinedPlan {
     pub open_level: Option<(u32, usize)>,
 }
 
-/// Plan a refined sweep from the rows `ds` it wrote (under `out`), level by level as
-/// [`run_refined`] does: a level's plan needs every row of the levels before it.
-pub fn plan_from_rows(
-    spec: &SweepSpec,
-    out: &std::path::Path,
-    ds: &Dataset,
-) -> Result<RefinedPlan, SweepError> {
-    let r = spec
-        .refine
-        .as_ref()
-        .ok_or_else(|| SweepError::Dataset("the sweep file has no [refine] table".into()))?;
-    let present: HashSet<u64> = ds.point_ids().into_iter().collect();
-    let mut planner = Planner::new(spec, r);
+/// Plan a refined sweep from the rows `ds` it wrote, level by level with the runner's
+/// [`Refiner`]: a level's plan needs every row of the levels before it (with adaptive
+/// repeats, every round its combinations asked for).
+pub fn plan_from_rows(spec: &SweepSpec, ds: &Dataset) -> Result<RefinedPlan, SweepError> {
+    let present: std::collections::HashSet<u64> = ds.point_ids().into_iter().collect();
+    let classes = crate::sweep::adaptive::classes_by_id(ds);
+    let mut refiner = Refiner::new(spec)?;
     let mut plan = RefinedPlan::default();
-    for level in 0..=r.max_level {
-        if level > 0 {
-            let values = corner_values(spec, r, out, ds, &planner.planned)?;
-            planner.advance(&values, &mut LevelReport::default());
-            if planner.level_idx.is_empty() {
-                break;
+    let mut next = Some(refiner.level0()?);
+    while let Some(lp) = next {
+        let (ids, missing) = match &spec.adaptive {
+            None => {
+                let ids: Vec<u64> = lp.plan.points.iter().map(|p| p.point_id).collect();
+                let missing = ids.iter().filter(|id| !present.contains(id)).count();
+                (ids, missing)
             }
-        }
-        let ids = planner.level_ids();
-        let missing = ids.iter().filter(|id| !present.contains(id)).count();
+            Some(a) => {
+                let points: Vec<_> = lp.plan.points.iter().collect();
+                let s = crate::sweep::adaptive::state_of(a, &points, &classes);
+                (s.planned, s.todo.len())
+            }
+        };
         plan.ids.extend(ids);
         if missing > 0 {
-            plan.open_level = Some((level, missing));
+            plan.open_level = Some((lp.level, missing));
             break;
         }
+        next = refiner.next_level(ds)?;
     }
     Ok(plan)
-}
-
-/// Run a refined sweep level by level (this shard's points of each level), writing
-/// part files as [`run::run`] does. `on_level` sees each finished level.
-pub fn run_refined(
-    spec: &SweepSpec,
-    opts: &RunOptions,
-    mut on_level: impl FnMut(&LevelReport),
-) -> Result<RefineOutcome, SweepError> {
-    let r = spec
-        .refine
-        .as_ref()
-        .ok_or_else(|| SweepError::Dataset("the sweep file has no [refine] table".into()))?;
-    let mut planner = Planner::new(spec, r);
-    let mut chunks_left = opts.stop_after_chunks;
-    let mut reports = Vec::new();
-    for level in 0..=r.max_level {
-        let mut report = LevelReport {
-            level,
-            ..LevelReport::default()
-        };
-        if level > 0 {
-            let ds = dataset::read_dataset(&opts.out)?;
-            let values = corner_values(spec, r, &opts.out, &ds, &planner.planned)?;
-            planner.advance(&values, &mut report);
-            if planner.level_idx.is_empty() {
-                break;
-            }
-        }
-        let mut points: Vec<PlannedPoint> = Vec::new();
-        for idx in &planner.level_idx {
-            points.extend(combo_points(
-                spec,
-                planner.lat.combo(idx),
-                &planner.lat.values(spec, idx),
-                level,
-            )?);
-        }
-        report.combos = planner.level_idx.len();
-        report.points = points.len();
-        let plan = Plan { points };
-        let level_opts = RunOptions {
-            resume: opts.resume || level > 0,
-            stop_after_chunks: chunks_left,
-            ..opts.clone()
-        };
-        let work = run::work(spec, &plan, &level_opts)?;
-        let s = run::run(spec, &work.pending, &level_opts, |_| {})?;
-        report.points_run = s.points_run;
-        if s.stopped {
-            return Ok(RefineOutcome::Stopped);
-        }
-        if let Some(k) = chunks_left.as_mut() {
-            *k -= s.chunks_written;
-        }
-        // What the verified parts hold (a foreign or corrupt file counts for nothing).
-        let done = verify::scan(&opts.out, &run::expected(spec)?)?.done_ids();
-        let missing = plan
-            .points
-            .iter()
-            .filter(|p| !done.contains(&p.point_id))
-            .count();
-        on_level(&report);
-        reports.push(report);
-        if missing > 0 {
-            return Ok(RefineOutcome::Waiting { level, missing });
-        }
-    }
-    Ok(RefineOutcome::Done(reports))
 }

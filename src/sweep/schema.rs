@@ -10,7 +10,10 @@ use crate::sweep::Shard;
 /// Version of the dataset format (layout, manifest, part metadata, columns). Bump it
 /// whenever a part written by this version could not be read as one by the previous
 /// one (a column added, removed or retyped): a dataset of another version is refused
-/// with both versions named, never quarantined.
+/// with both versions named, never quarantined. 2: the manifest and checksums; rows
+/// with integer parameters as integers and the per-leg lists (`actuated`, `psi_init`,
+/// `omega_legs`, `axo_actuated`) as list columns; each part names the scheme that ran
+/// with its settings only.
 pub const FORMAT_VERSION: u32 = 2;
 
 /// Datasets written before the manifest existed (parts only, no checksums).

@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use crate::error::OutputError;
 use crate::metrics::Class;
 use crate::output::parquet::TableBuilder;
-use crate::params::{LIST_PARAMS, SCALAR_PARAMS};
+use crate::params::{LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
 use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
 
@@ -82,6 +82,24 @@ fn missing(dir: &Path, name: &str) -> OutputError {
     }
 }
 
+/// A per-leg list read as text ("0.5,1,..."; "" when not given: None). The text is the
+/// dataset's own (Rust's shortest round-trip form), so the numbers come back exactly.
+fn parse_list(text: &str) -> Option<Vec<f64>> {
+    if text.is_empty() {
+        return None;
+    }
+    text.split(',').map(|x| x.trim().parse().ok()).collect()
+}
+
+/// The unit of a per-leg list parameter's entries (masks are 0/1).
+fn list_unit(name: &str) -> &'static str {
+    match name {
+        "psi_init" => "rad",
+        "omega_legs" => "rad/s",
+        _ => "1",
+    }
+}
+
 /// Rows of `ds` grouped by `combo` (in combination order).
 pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
     let Some(Column::Num(combo)) = ds.column(COL_COMBO) else {
@@ -109,7 +127,14 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
         )),
     );
     // Parameters (the first run's: a combination's runs differ only in random inputs
-    // such as psi_init, which is left out) and the refinement level.
+    // such as psi_init, which is left out) and the refinement level, typed as in the
+    // rows: integers as integers, per-leg lists as list columns.
+    let integer = |name: &str| {
+        ["n_actuated", COL_LEVEL].contains(&name)
+            || SCALAR_PARAMS
+                .iter()
+                .any(|s| s.name == name && matches!(s.range, crate::params::Range::Int(..)))
+    };
     let params = SCALAR_PARAMS
         .iter()
         .map(|s| (s.name, s.unit))
@@ -118,11 +143,26 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
             LIST_PARAMS
                 .iter()
                 .filter(|&&l| l != "psi_init")
-                .map(|&l| (l, "")),
+                .map(|&l| (l, list_unit(l))),
         );
     for (name, unit) in params {
         match ds.column(name) {
+            Some(Column::Num(v)) if integer(name) => {
+                t.u32(name, unit, first.iter().map(|&r| v[r] as u32).collect())
+            }
             Some(Column::Num(v)) => t.f64(name, unit, first.iter().map(|&r| v[r]).collect()),
+            Some(Column::Text(v)) if MASK_PARAMS.contains(&name) => t.bool_list(
+                name,
+                first
+                    .iter()
+                    .map(|&r| v[r].split(',').map(|b| b.trim() == "1").collect())
+                    .collect(),
+            ),
+            Some(Column::Text(v)) if LIST_PARAMS.contains(&name) => t.f64_list_opt(
+                name,
+                unit,
+                first.iter().map(|&r| parse_list(&v[r])).collect(),
+            ),
             Some(Column::Text(v)) => t.string(name, first.iter().map(|&r| v[r].clone()).collect()),
             None => {}
         }

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Check that a sweep dataset opens in DuckDB and polars with no glue.
 
-usage: check_dataset.py DIR EXPECTED_ROWS
+usage: check_dataset.py DIR EXPECTED_ROWS [SUMMARY.parquet]
 
 Reads DIR/**/*.parquet with DuckDB (SQL over the glob) and polars.scan_parquet,
-and checks row count, distinct point ids, typed parameter columns, units in the
-field metadata and the sweep text in the file metadata.
+and checks row count, distinct point ids, typed parameter columns (per-leg lists
+as list columns), units in the field metadata, the sweep text, the dataset format
+and the scheme that ran (a cpu sweep: the fixed step's settings, not the
+reference's) in the file metadata. With SUMMARY (`metachron summarize DIR --out
+SUMMARY`): integers stay integers and per-leg lists stay lists there too.
 """
 import glob
 import json
@@ -16,10 +19,11 @@ import polars as pl
 
 
 def main() -> int:
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     d, expected = sys.argv[1], int(sys.argv[2])
+    summary = sys.argv[3] if len(sys.argv) == 4 else None
     pattern = f"{d}/**/*.parquet"
 
     con = duckdb.connect()
@@ -31,6 +35,20 @@ def main() -> int:
     assert cols["point_id"] == "UBIGINT", cols["point_id"]
     assert cols["alpha"] == "DOUBLE" and cols["n_legs"] == "UINTEGER", (cols["alpha"], cols["n_legs"])
     assert cols["class"] == "VARCHAR" and cols["step"] == "DOUBLE"
+    # Per-leg lists are list columns, like the per-pair metrics.
+    for name, typ in [
+        ("actuated", "BOOLEAN[]"),
+        ("axo_actuated", "BOOLEAN[]"),
+        ("psi_init", "DOUBLE[]"),
+        ("omega_legs", "DOUBLE[]"),
+        ("pair_lag", "DOUBLE[]"),
+    ]:
+        assert cols[name] == typ, (name, cols[name])
+    assert cols["level"] == "UINTEGER", cols["level"]
+    n_legs, mask = con.execute(
+        f"SELECT n_legs, actuated FROM '{pattern}' ORDER BY point_id LIMIT 1"
+    ).fetchone()
+    assert len(mask) == n_legs and all(mask), mask
     by_class = con.execute(
         f"SELECT class, count(*), avg(lag_order) FROM '{pattern}' GROUP BY class ORDER BY class"
     ).fetchall()
@@ -41,7 +59,12 @@ def main() -> int:
         ).fetchall()
     )
     assert "[[axes]]" in meta["metachron.sweep"], "sweep text in the file metadata"
-    assert meta["metachron.backend"], meta
+    assert meta["metachron.backend"] == "cpu", meta["metachron.backend"]
+    assert meta["metachron.format"] == "2", meta.get("metachron.format")
+    # The scheme that ran and its settings; the reference's tolerances are not claimed.
+    assert meta["metachron.scheme"] == "dkd-dc", meta["metachron.scheme"]
+    assert "max_step" in meta["metachron.fixed_step"], meta["metachron.fixed_step"]
+    assert "metachron.solver" not in meta, "a cpu sweep records no reference settings"
 
     lf = pl.scan_parquet(pattern)
     df = lf.select(["point_id", "alpha", "beta", "class", "lag_order", "status"]).collect()
@@ -63,6 +86,26 @@ def main() -> int:
         unit_note = "units ok (pyarrow)"
     except ImportError:
         unit_note = "pyarrow absent: units not checked here (tests/sweep_resume.rs does)"
+
+    if summary is not None:
+        scols = {
+            r[0]: r[1]
+            for r in con.execute(f"DESCRIBE SELECT * FROM '{summary}'").fetchall()
+        }
+        for name, typ in [
+            ("level", "UINTEGER"),
+            ("n_legs", "UINTEGER"),
+            ("n_nodes", "UINTEGER"),
+            ("n_runs", "UINTEGER"),
+            ("actuated", "BOOLEAN[]"),
+            ("axo_actuated", "BOOLEAN[]"),
+            ("omega_legs", "DOUBLE[]"),
+            ("alpha", "DOUBLE"),
+        ]:
+            assert scols[name] == typ, ("summary", name, scols[name])
+        s = pl.read_parquet(summary)
+        assert s.schema["n_legs"] == pl.UInt32 and s.schema["actuated"] == pl.List(pl.Boolean)
+        assert s["n_runs"].sum() == expected
 
     print(
         json.dumps(
