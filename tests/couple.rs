@@ -158,7 +158,7 @@ fn couple_points() -> Vec<(&'static str, RunConfig)> {
             "couple alone",
             &[
                 "actuated=none",
-                "axo_f=120",
+                "axo_f=60",
                 "axo_omega=2",
                 "axo_dphi=90deg",
             ][..],
