@@ -108,6 +108,13 @@ fn matrix_set(robot: &Robot, h: f64, theta: f64) -> Vec<f64> {
     let k = KickConstants::new(robot, h, theta);
     out[lay.p_inv()..lay.p_inv() + m * m].copy_from_slice(&k.p_inv.a);
     out[lay.load()..lay.load() + m].copy_from_slice(&robot.fe.load);
+    // What the f32 kernel needs to evaluate V = qᵀGq − ℓ exactly (f64 ignores them).
+    let lo = |x: f64| x - f64::from(x as f32);
+    for (k, g) in robot.fe.geometric.a.iter().enumerate() {
+        out[lay.geometric_lo() + k] = lo(*g);
+    }
+    out[lay.leg_length_lo()] = lo(robot.p.leg_length);
+    out[lay.one()] = 1.0;
     out
 }
 
@@ -150,7 +157,8 @@ impl<'a> GpuEngine<'a> {
 
     /// Most instances of this shape one dispatch chain can hold.
     pub fn max_batch(&self, n_legs: usize, n_nodes: usize) -> usize {
-        let per = (StateLayout { n_legs, n_nodes }.slots() as u64) * self.word();
+        let per =
+            (StateLayout::new(n_legs, n_nodes, self.ctx.precision).slots() as u64) * self.word();
         let limit = self
             .ctx
             .limits
@@ -274,7 +282,7 @@ impl<'a> GpuEngine<'a> {
         let start = Instant::now();
         let precision = self.ctx.precision;
         let (n_legs, n_nodes) = (cfgs[0].params.n_legs, cfgs[0].params.n_nodes);
-        let lay = StateLayout { n_legs, n_nodes };
+        let lay = StateLayout::new(n_legs, n_nodes, precision);
         let b = cfgs.len();
         let pipeline = self.pipeline(n_legs, n_nodes)?;
 
@@ -311,6 +319,10 @@ impl<'a> GpuEngine<'a> {
             ints.push(pl.ints());
             for (k, &x) in pl.q0.iter().enumerate() {
                 state[(lay.q() + k) * b + i] = x;
+                // The compensated kernel's q_lo: what f32 rounding leaves of q0.
+                if let Some(lo) = lay.q_lo() {
+                    state[(lo + k) * b + i] = x - f64::from(x as f32);
+                }
             }
         }
         let dev = &self.ctx.device;
@@ -446,7 +458,14 @@ impl<'a> GpuEngine<'a> {
             .enumerate()
             .map(|(i, cfg)| {
                 let qv: Vec<f64> = if with_state {
-                    (0..2 * lay.nq()).map(|k| state[k * b + i]).collect()
+                    // q_hi + q_lo where the kernel keeps pairs.
+                    let lo = |k: usize| match lay.q_lo() {
+                        Some(at) if k < lay.nq() => state[(at + k) * b + i],
+                        _ => 0.0,
+                    };
+                    (0..2 * lay.nq())
+                        .map(|k| state[k * b + i] + lo(k))
+                        .collect()
                 } else {
                     Vec::new()
                 };

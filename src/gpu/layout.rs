@@ -76,15 +76,29 @@ impl MatrixLayout {
     pub fn load(&self) -> usize {
         3 * self.m * self.m
     }
-    pub fn stride(&self) -> usize {
+    /// G − f32(G): what the f32 kernel adds to the rounded G where V = qᵀGq − ℓ must be
+    /// exact (the compensated constraint at output samples; unused in f64).
+    pub fn geometric_lo(&self) -> usize {
         3 * self.m * self.m + self.m
+    }
+    /// ℓ − f32(ℓ), the same for the leg length (ℓ is part of the set's key).
+    pub fn leg_length_lo(&self) -> usize {
+        4 * self.m * self.m + self.m
+    }
+    /// The constant 1, read at run time: multiplying by it keeps a shader compiler
+    /// from rewriting the f32 kernel's error-free sums algebraically (see kernel.rs).
+    pub fn one(&self) -> usize {
+        4 * self.m * self.m + self.m + 1
+    }
+    pub fn stride(&self) -> usize {
+        4 * self.m * self.m + self.m + 2
     }
 }
 
 /// The generated head of every shader: the precision alias, sizes, the state and
 /// matrix-set constants, and the per-instance structs.
 pub fn wgsl_header(n_legs: usize, n_nodes: usize, precision: Precision) -> String {
-    let s = StateLayout { n_legs, n_nodes };
+    let s = StateLayout::new(n_legs, n_nodes, precision);
     let m = MatrixLayout { m: 2 * n_nodes };
     let (real, real_max) = match precision {
         Precision::F64 => ("f64", "1.7976931348623157e308"),
