@@ -2,9 +2,9 @@
 //! uploaded once, the `advance` stage is dispatched over successive ranges of output
 //! samples with the state resident, and only the final state and status words are
 //! read back and turned into the same [`PointResult`] every backend reports. With
-//! `--until-settled` the running sums are read back at the end of each segment, and
-//! the unsettled instances get a longer schedule and further dispatches from their
-//! resident state (the others are past their last step and idle).
+//! `--until-settled` the state is read back at the end of each segment, and the
+//! unsettled instances are gathered into a fresh, compact batch with a longer schedule
+//! that goes on from their state (the finished ones no longer occupy workgroups).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -22,7 +22,7 @@ use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
 use super::{GpuError, Precision};
 use crate::error::SolverError;
-use crate::integrate::continuation::next_horizon;
+use crate::integrate::continuation::continued_schedule;
 use crate::integrate::dkd::KickConstants;
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::{MetricsAccumulator, Tally, TallyMid};
@@ -96,6 +96,77 @@ fn plan_instance(cfg: &RunConfig, robot: &Robot, h: f64, matrix_set: u32) -> Ins
         h,
         q0,
     }
+}
+
+/// The batch's per-instance plans and its matrix sets (instances with equal keys share
+/// one set).
+fn plan_batch(cfgs: &[&RunConfig]) -> (Vec<InstancePlan>, Vec<f64>) {
+    let mut set_of: HashMap<[u64; 6], u32> = HashMap::new();
+    let mut mats: Vec<f64> = Vec::new();
+    let mut plans = Vec::with_capacity(cfgs.len());
+    for cfg in cfgs {
+        let robot = Robot::new(&cfg.params);
+        let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
+        let p = &cfg.params;
+        let key = [
+            p.leg_length.to_bits(),
+            p.rho.to_bits(),
+            p.zeta.to_bits(),
+            p.k_m.to_bits(),
+            h.to_bits(),
+            cfg.fixed_step.theta.to_bits(),
+        ];
+        let next = set_of.len() as u32;
+        let set = *set_of.entry(key).or_insert_with(|| {
+            mats.extend(matrix_set(&robot, h, cfg.fixed_step.theta));
+            next
+        });
+        plans.push(plan_instance(cfg, &robot, h, set));
+    }
+    (plans, mats)
+}
+
+/// After a segment: give every instance that continues (`continued_schedule`) its
+/// longer schedule; the indices of those that do.
+fn extend_unsettled(
+    cfgs: &[&RunConfig],
+    plans: &mut [InstancePlan],
+    lay: StateLayout,
+    state: &[f64],
+    status: &[u32],
+) -> Vec<usize> {
+    let b = cfgs.len();
+    let mut longer = Vec::new();
+    for (i, cfg) in cfgs.iter().enumerate() {
+        let m = finish_instance(cfg, &plans[i], lay, state, b, i, status[i], 0.0);
+        let pl = &mut plans[i];
+        let next = m
+            .metrics
+            .status
+            .is_ok()
+            .then(|| continued_schedule(cfg, &pl.sched, m.metrics.t_run, m.metrics.settled));
+        if let Some((_, sched)) = next.flatten() {
+            pl.sched = sched;
+            longer.push(i);
+        }
+    }
+    longer
+}
+
+/// The batch's initial state (SoA, every slot), the running sums at 0.
+fn initial_state(plans: &[InstancePlan], lay: StateLayout) -> Vec<f64> {
+    let b = plans.len();
+    let mut state = vec![0.0; lay.slots() * b];
+    for (i, pl) in plans.iter().enumerate() {
+        for (k, &x) in pl.q0.iter().enumerate() {
+            state[(lay.q() + k) * b + i] = x;
+            // The compensated kernel's q_lo: what f32 rounding leaves of q0.
+            if let Some(lo) = lay.q_lo() {
+                state[(lo + k) * b + i] = x - f64::from(x as f32);
+            }
+        }
+    }
+    state
 }
 
 /// The matrices one instance's legs use; instances with equal keys share a set.
@@ -272,8 +343,8 @@ impl<'a> GpuEngine<'a> {
             .collect())
     }
 
-    /// One batch of instances of the same shape. Reads back only the metric slots and
-    /// status words, and q, v too when `with_state`.
+    /// One batch of instances of the same shape: plan, upload, advance (continuing
+    /// instances in compact batches), finish; q, v are returned too when `with_state`.
     fn run_group(
         &self,
         cfgs: &[&RunConfig],
@@ -286,172 +357,18 @@ impl<'a> GpuEngine<'a> {
         let b = cfgs.len();
         let pipeline = self.pipeline(n_legs, n_nodes)?;
 
-        // Per-instance constants, matrix sets shared by equal keys.
-        let mut set_of: HashMap<[u64; 6], u32> = HashMap::new();
-        let mut mats: Vec<f64> = Vec::new();
-        let mut plans = Vec::with_capacity(b);
-        for cfg in cfgs {
-            let robot = Robot::new(&cfg.params);
-            let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
-            let p = &cfg.params;
-            let key = [
-                p.leg_length.to_bits(),
-                p.rho.to_bits(),
-                p.zeta.to_bits(),
-                p.k_m.to_bits(),
-                h.to_bits(),
-                cfg.fixed_step.theta.to_bits(),
-            ];
-            let next = set_of.len() as u32;
-            let set = *set_of.entry(key).or_insert_with(|| {
-                mats.extend(matrix_set(&robot, h, cfg.fixed_step.theta));
-                next
+        let (mut plans, mats) = plan_batch(cfgs);
+        let state = initial_state(&plans, lay);
+        let mats_buf = self
+            .ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("mats"),
+                contents: &reals(&mats, precision),
+                usage: wgpu::BufferUsages::STORAGE,
             });
-            plans.push(plan_instance(cfg, &robot, h, set));
-        }
-        let mut params: Vec<f64> = Vec::new();
-        let mut legs: Vec<f64> = Vec::new();
-        let mut ints: Vec<InstanceInts> = Vec::with_capacity(b);
-        let mut state = vec![0.0; lay.slots() * b];
-        for (i, pl) in plans.iter().enumerate() {
-            params.extend_from_slice(&pl.params);
-            legs.extend_from_slice(&pl.legs);
-            ints.push(pl.ints());
-            for (k, &x) in pl.q0.iter().enumerate() {
-                state[(lay.q() + k) * b + i] = x;
-                // The compensated kernel's q_lo: what f32 rounding leaves of q0.
-                if let Some(lo) = lay.q_lo() {
-                    state[(lo + k) * b + i] = x - f64::from(x as f32);
-                }
-            }
-        }
-        let dev = &self.ctx.device;
-        let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
-            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: bytes,
-                usage: wgpu::BufferUsages::STORAGE | extra,
-            })
-        };
-        let params_buf = storage(
-            "instances",
-            &reals(&params, precision),
-            wgpu::BufferUsages::empty(),
-        );
-        let ints_buf = storage(
-            "ints",
-            bytemuck::cast_slice(&ints),
-            wgpu::BufferUsages::COPY_DST,
-        );
-        let legs_buf = storage(
-            "legs",
-            &reals(&legs, precision),
-            wgpu::BufferUsages::empty(),
-        );
-        let mats_buf = storage(
-            "mats",
-            &reals(&mats, precision),
-            wgpu::BufferUsages::empty(),
-        );
-        let state_bytes = reals(&state, precision);
-        let state_buf = storage("state", &state_bytes, wgpu::BufferUsages::COPY_SRC);
-        let status_buf = storage(
-            "status",
-            bytemuck::cast_slice(&vec![0u32; b]),
-            wgpu::BufferUsages::COPY_SRC,
-        );
-        let ctl_buf = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("control"),
-            size: std::mem::size_of::<Control>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let layout = pipeline.get_bind_group_layout(0);
-        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("metachron batch"),
-            layout: &layout,
-            entries: &[
-                entry(0, &ctl_buf),
-                entry(1, &params_buf),
-                entry(2, &ints_buf),
-                entry(3, &legs_buf),
-                entry(4, &mats_buf),
-                entry(5, &state_buf),
-                entry(6, &status_buf),
-            ],
-        });
-        let groups = (b as u32).div_ceil(robots_per_workgroup(n_legs) as u32);
-        let total_steps = |plans: &[InstancePlan]| {
-            plans
-                .iter()
-                .map(|p| p.sched.total_steps() as u32)
-                .max()
-                .unwrap_or(0)
-        };
-        let run = Dispatch {
-            pipeline: &pipeline,
-            bind: &bind,
-            ctl: &ctl_buf,
-            batch: b as u32,
-            groups,
-        };
-        let mut last_step = total_steps(&plans);
-        self.dispatch_steps(&run, 0, last_step)?;
-        // SoA: slots [from, SLOTS) of every instance are one contiguous range.
-        let word = self.word();
-        let read_from = |from: usize| -> Result<(Vec<f64>, Vec<u32>), GpuError> {
-            let tail = self.read(
-                &state_buf,
-                (from * b) as u64 * word,
-                state_bytes.len() as u64 - (from * b) as u64 * word,
-            )?;
-            let mut state = vec![0.0; from * b];
-            state.extend(from_reals(&tail, precision));
-            let status: Vec<u32> =
-                bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
-            Ok((state, status))
-        };
-        // `--until-settled`: continue the unsettled instances from their resident state
-        // until none continues (each round reads back the running sums only).
-        while cfgs.iter().any(|c| c.until_settled.is_some()) {
-            let (state, status) = read_from(lay.sums())?;
-            let mut longer = false;
-            for (i, cfg) in cfgs.iter().enumerate() {
-                let m = finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], 0.0);
-                let pl = &mut plans[i];
-                let window_len = cfg.metrics.window_len(cfg.params.t_final);
-                let next = m
-                    .metrics
-                    .status
-                    .is_ok()
-                    .then(|| {
-                        next_horizon(
-                            cfg.until_settled,
-                            cfg.params.t_final,
-                            m.metrics.t_run,
-                            m.metrics.settled,
-                        )
-                    })
-                    .flatten()
-                    .and_then(|t| pl.sched.continued(&cfg.metrics, t, window_len));
-                if let Some(sched) = next {
-                    pl.sched = sched;
-                    ints[i] = pl.ints();
-                    longer = true;
-                }
-            }
-            if !longer {
-                break;
-            }
-            self.ctx
-                .queue
-                .write_buffer(&ints_buf, 0, bytemuck::cast_slice(&ints));
-            let from = last_step + 1;
-            last_step = total_steps(&plans);
-            self.dispatch_steps(&run, from, last_step)?;
-        }
-        let from = if with_state { 0 } else { lay.sums() };
-        let (state, status) = read_from(from)?;
+        let (state, status) =
+            self.advance(&pipeline, &mats_buf, lay, cfgs, &mut plans, state, 0)?;
         let wall = start.elapsed().as_secs_f64() / b as f64;
         Ok(cfgs
             .iter()
@@ -475,6 +392,132 @@ impl<'a> GpuEngine<'a> {
                 )
             })
             .collect())
+    }
+
+    /// Advance `cfgs` (their plans and host copy of the state, SoA) from step
+    /// `first_step` to the end of their schedules on the device; with `--until-settled`
+    /// the instances that continue are gathered into a fresh, compact batch (grouped by
+    /// the step they ended at) and advanced further, so a continuing instance never
+    /// keeps its old workgroups busy. Returns the final state and status words.
+    #[allow(clippy::too_many_arguments)]
+    fn advance(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        mats_buf: &wgpu::Buffer,
+        lay: StateLayout,
+        cfgs: &[&RunConfig],
+        plans: &mut [InstancePlan],
+        state: Vec<f64>,
+        first_step: u32,
+    ) -> Result<(Vec<f64>, Vec<u32>), GpuError> {
+        let b = cfgs.len();
+        let precision = self.ctx.precision;
+        let mut params: Vec<f64> = Vec::new();
+        let mut legs: Vec<f64> = Vec::new();
+        let ints: Vec<InstanceInts> = plans.iter().map(|p| p.ints()).collect();
+        for pl in plans.iter() {
+            params.extend_from_slice(&pl.params);
+            legs.extend_from_slice(&pl.legs);
+        }
+        let dev = &self.ctx.device;
+        let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: bytes,
+                usage: wgpu::BufferUsages::STORAGE | extra,
+            })
+        };
+        let none = wgpu::BufferUsages::empty();
+        let params_buf = storage("instances", &reals(&params, precision), none);
+        let ints_buf = storage("ints", bytemuck::cast_slice(&ints), none);
+        let legs_buf = storage("legs", &reals(&legs, precision), none);
+        let state_bytes = reals(&state, precision);
+        let state_buf = storage("state", &state_bytes, wgpu::BufferUsages::COPY_SRC);
+        let status_buf = storage(
+            "status",
+            bytemuck::cast_slice(&vec![0u32; b]),
+            wgpu::BufferUsages::COPY_SRC,
+        );
+        let ctl_buf = dev.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("control"),
+            size: std::mem::size_of::<Control>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("metachron batch"),
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[
+                entry(0, &ctl_buf),
+                entry(1, &params_buf),
+                entry(2, &ints_buf),
+                entry(3, &legs_buf),
+                entry(4, mats_buf),
+                entry(5, &state_buf),
+                entry(6, &status_buf),
+            ],
+        });
+        let run = Dispatch {
+            pipeline,
+            bind: &bind,
+            ctl: &ctl_buf,
+            batch: b as u32,
+            groups: (b as u32).div_ceil(robots_per_workgroup(lay.n_legs) as u32),
+        };
+        let last_step = plans
+            .iter()
+            .map(|p| p.sched.total_steps() as u32)
+            .max()
+            .unwrap_or(0);
+        self.dispatch_steps(&run, first_step, last_step)?;
+        let mut state = from_reals(
+            &self.read(&state_buf, 0, state_bytes.len() as u64)?,
+            precision,
+        );
+        let mut status: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
+        if !cfgs.iter().any(|c| c.until_settled.is_some()) {
+            return Ok((state, status));
+        }
+        // Which continue, grouped by the step their segment ended at (the next batch
+        // starts right after it).
+        let ended: Vec<u32> = plans.iter().map(|p| p.sched.total_steps() as u32).collect();
+        let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
+        for i in extend_unsettled(cfgs, plans, lay, &state, &status) {
+            match groups.iter_mut().find(|(t, _)| *t == ended[i]) {
+                Some((_, g)) => g.push(i),
+                None => groups.push((ended[i], vec![i])),
+            }
+        }
+        let slots = lay.slots();
+        for (t, idx) in groups {
+            let c = idx.len();
+            let mut sub = vec![0.0; slots * c];
+            for s in 0..slots {
+                for (j, &i) in idx.iter().enumerate() {
+                    sub[s * c + j] = state[s * b + i];
+                }
+            }
+            let sub_cfgs: Vec<&RunConfig> = idx.iter().map(|&i| cfgs[i]).collect();
+            let mut sub_plans: Vec<InstancePlan> = idx.iter().map(|&i| plans[i].clone()).collect();
+            let (sub_state, sub_status) = self.advance(
+                pipeline,
+                mats_buf,
+                lay,
+                &sub_cfgs,
+                &mut sub_plans,
+                sub,
+                t + 1,
+            )?;
+            for (j, &i) in idx.iter().enumerate() {
+                plans[i] = sub_plans[j].clone();
+                status[i] = sub_status[j];
+                for s in 0..slots {
+                    state[s * b + i] = sub_state[s * c + j];
+                }
+            }
+        }
+        Ok((state, status))
     }
 
     /// Dispatch steps `from..=last` of every instance (an instance past its own last
