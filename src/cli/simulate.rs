@@ -268,13 +268,15 @@ pub fn run(args: SimulateArgs) -> Result<ExitCode> {
 /// Run `plan`'s point, print its summary and write its outputs.
 pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
     let cfg = &plan.cfg;
-    if let Some(est) = plan.estimate.filter(|e| e.seconds > super::estimate::SHOW_ABOVE) {
+    if let Some(est) = plan
+        .estimate
+        .filter(|e| e.seconds > super::estimate::SHOW_ABOVE)
+    {
         eprintln!(
             "estimate: {}{}",
             super::estimate::describe(&est),
             match cfg.point_timeout {
-                Some(t) if t < est.seconds =>
-                    format!("; --point-timeout {t} ends it sooner"),
+                Some(t) if t < est.seconds => format!("; --point-timeout {t} ends it sooner"),
                 _ => String::new(),
             }
         );
