@@ -576,7 +576,7 @@ fn member_lets(code: &str, indent: usize) -> String {
     let leg = super::instance::leg_members();
     let mut used: Vec<(&str, String)> = Vec::new();
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    for (at, _) in code.match_indices(|c: char| c == 'p' || c == 'l') {
+    for (at, _) in code.match_indices(['p', 'l']) {
         if at > 0 && code[..at].chars().next_back().is_some_and(ident) {
             continue;
         }

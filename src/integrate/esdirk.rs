@@ -100,7 +100,7 @@ impl<'a> System<'a> {
     ) {
         let (nq, l) = (self.nq, self.robot.leg_dofs);
         let robot = self.uncoupled.as_ref().unwrap_or(self.robot);
-        let mode = self.mode.clone();
+        let mode = self.mode;
         let mut evals = 0;
         let mut accel = |q: &[f64], v: &[f64], a: &mut [f64]| {
             evals += 1;

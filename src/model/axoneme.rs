@@ -206,10 +206,12 @@ mod tests {
 
     #[test]
     fn motor_integral_vanishes_at_the_tip_and_its_slope_is_the_density() {
-        let mut p = Params::default();
-        p.axo_f = 3.0;
-        p.axo_k = 2.0;
-        p.axo_dphi = 0.4;
+        let p = Params {
+            axo_f: 3.0,
+            axo_k: 2.0,
+            axo_dphi: 0.4,
+            ..Params::default()
+        };
         for (leg, t) in [(0, 0.3), (2, 1.7)] {
             assert!(motor_integral(&p, leg, p.leg_length, t).abs() < 1e-15);
             // ∂F/∂s = f (F = −∫_s^ℓ f dσ), f = f_A sin(θ − k s).
