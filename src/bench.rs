@@ -97,13 +97,15 @@ fn simd_label(isa: Isa) -> String {
 pub fn workload(robot: &Params, n: usize, t_final: f64) -> Vec<RunConfig> {
     (0..n)
         .map(|i| {
-            let mut c = RunConfig {
-                params: robot.clone(),
-                ..RunConfig::default()
+            let params = Params {
+                t_final,
+                alpha: robot.alpha * (0.8 + (i % 64) as f64 / 100.0),
+                ..robot.clone()
             };
-            c.params.t_final = t_final;
-            c.params.alpha = robot.alpha * (0.8 + (i % 64) as f64 / 100.0);
-            c
+            RunConfig {
+                params,
+                ..RunConfig::default()
+            }
         })
         .collect()
 }
