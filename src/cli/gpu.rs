@@ -15,7 +15,8 @@ pub struct GpuArgs {
     #[arg(long, value_name = "NAME")]
     pub adapter: Option<String>,
     /// Floating-point precision of the GPU kernel: f64 needs SHADER_F64 (NVIDIA Vulkan,
-    /// lavapipe); auto picks f64 where available, else f32.
+    /// lavapipe); auto picks f64 where the adapter runs it fast (data-centre GPUs, CPU
+    /// adapters), else the compensated f32 kernel (docs/gpu.md, "Precision").
     #[arg(long, value_enum, default_value_t = PrecisionChoice::Auto)]
     pub gpu_precision: PrecisionChoice,
 }

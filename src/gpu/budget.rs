@@ -208,3 +208,150 @@ pub fn measure(module: &Module, info: &naga::valid::ModuleInfo) -> Budget {
     }
     b
 }
+
+/// What one invocation issues, counted statically from the IR (every branch as if
+/// taken): floating-point operations per step (the step loop outside its output-sample
+/// branch) and per output sample (inside it), and loads from read-only storage (the
+/// matrices and per-instance constants) per step. Calls count their callee's work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    pub step_flops: u32,
+    pub sample_flops: u32,
+    pub step_loads: u32,
+}
+
+/// Which part of the loop a statement belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Outside,
+    Step,
+    Sample,
+}
+
+/// Flops of one expression: +, −, ×, ÷ and sqrt count one per component, fma two.
+fn flops_of(
+    module: &Module,
+    f: &Function,
+    fi: &naga::valid::FunctionInfo,
+    e: Handle<Expression>,
+) -> u32 {
+    let width = |h: Handle<Expression>| match fi[h].ty.inner_with(&module.types) {
+        naga::TypeInner::Scalar(s) if s.kind == naga::ScalarKind::Float => 1,
+        naga::TypeInner::Vector { size, scalar } if scalar.kind == naga::ScalarKind::Float => {
+            *size as u32
+        }
+        _ => 0,
+    };
+    match f.expressions[e] {
+        Expression::Binary { op, .. } => {
+            use naga::BinaryOperator as B;
+            match op {
+                B::Add | B::Subtract | B::Multiply | B::Divide => width(e),
+                _ => 0,
+            }
+        }
+        Expression::Math { fun, .. } => match fun {
+            naga::MathFunction::Fma => 2 * width(e),
+            naga::MathFunction::Sqrt => width(e),
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+struct Counter<'a> {
+    module: &'a Module,
+    info: &'a naga::valid::ModuleInfo,
+    work: Work,
+}
+
+impl Counter<'_> {
+    fn add(&mut self, part: Part, flops: u32, loads: u32) {
+        match part {
+            Part::Outside => {}
+            Part::Step => {
+                self.work.step_flops += flops;
+                self.work.step_loads += loads;
+            }
+            Part::Sample => self.work.sample_flops += flops,
+        }
+    }
+
+    fn block(&mut self, f: &Function, fi: &naga::valid::FunctionInfo, block: &Block, part: Part) {
+        for stmt in block.iter() {
+            match stmt {
+                Statement::Emit(range) => {
+                    for e in range.clone() {
+                        let flops = flops_of(self.module, f, fi, e);
+                        let load = match f.expressions[e] {
+                            Expression::Load { pointer } => match root(f, pointer) {
+                                Root::Global(g) => matches!(
+                                    self.module.global_variables[g].space,
+                                    AddressSpace::Storage { access } if !access.contains(StorageAccess::STORE)
+                                ) as u32,
+                                _ => 0,
+                            },
+                            _ => 0,
+                        };
+                        self.add(part, flops, load);
+                    }
+                }
+                Statement::Call { function, .. } if part != Part::Outside => {
+                    let callee = &self.module.functions[*function];
+                    self.block(callee, &self.info[*function], &callee.body, part);
+                }
+                Statement::Block(b) => self.block(f, fi, b, part),
+                Statement::If {
+                    condition,
+                    accept,
+                    reject,
+                } => {
+                    let sampling =
+                        f.named_expressions.get(condition).map(String::as_str) == Some("sampling");
+                    let inner = if sampling && part != Part::Outside {
+                        Part::Sample
+                    } else {
+                        part
+                    };
+                    self.block(f, fi, accept, inner);
+                    self.block(f, fi, reject, inner);
+                }
+                Statement::Switch { cases, .. } => {
+                    for c in cases {
+                        self.block(f, fi, &c.body, part);
+                    }
+                }
+                Statement::Loop {
+                    body, continuing, ..
+                } => {
+                    let inner = if part == Part::Outside {
+                        Part::Step
+                    } else {
+                        part
+                    };
+                    self.block(f, fi, body, inner);
+                    self.block(f, fi, continuing, inner);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Count the work of the entry points' step loops ([`Work`]).
+pub fn count_work(module: &Module, info: &naga::valid::ModuleInfo) -> Work {
+    let mut c = Counter {
+        module,
+        info,
+        work: Work::default(),
+    };
+    for (k, ep) in module.entry_points.iter().enumerate() {
+        c.block(
+            &ep.function,
+            info.get_entry_point(k),
+            &ep.function.body,
+            Part::Outside,
+        );
+    }
+    c.work
+}

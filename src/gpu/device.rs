@@ -17,6 +17,8 @@ pub struct GpuOptions {
 #[derive(Debug, Clone)]
 pub struct AdapterSummary {
     pub name: String,
+    /// PCI vendor id (0x10de NVIDIA, 0x1002 AMD, 0x8086 Intel, ...).
+    pub vendor: u32,
     pub backend: String,
     pub device_type: String,
     pub driver: String,
@@ -38,6 +40,7 @@ fn summary(a: &wgpu::Adapter) -> AdapterSummary {
     let limits = a.limits();
     AdapterSummary {
         name: info.name.clone(),
+        vendor: info.vendor,
         backend: format!("{:?}", info.backend),
         device_type: format!("{:?}", info.device_type),
         driver: format!("{} {}", info.driver, info.driver_info)
@@ -113,8 +116,9 @@ impl GpuContext {
         };
         let s = summary(&adapter);
         let precision = match (opts.precision, s.shader_f64) {
-            (PrecisionChoice::F32, _) | (PrecisionChoice::Auto, false) => Precision::F32,
-            (PrecisionChoice::F64, true) | (PrecisionChoice::Auto, true) => Precision::F64,
+            (PrecisionChoice::F32, _) => Precision::F32,
+            (PrecisionChoice::Auto, _) => auto_precision(&s),
+            (PrecisionChoice::F64, true) => Precision::F64,
             (PrecisionChoice::F64, false) => return Err(GpuError::NoF64 { adapter: s.name }),
         };
         let features = match precision {
@@ -151,6 +155,47 @@ impl GpuContext {
             precision,
             limits,
         })
+    }
+}
+
+/// Adapters whose f64 runs at 1/2 of the f32 rate or better, by PCI vendor id and a
+/// name substring (case-insensitive). Every other GPU (GeForce, RTX and Quadro,
+/// NVIDIA's L4/L40/A10/T4, Radeon, Intel Arc and integrated parts, Apple, mobile) runs
+/// f64 at 1/16–1/64 of f32, or not at all. docs/gpu.md ("Precision") has the table and
+/// the cost count it rests on.
+pub const FAST_F64: &[(u32, &[&str])] = &[
+    // NVIDIA data-centre parts: P100, V100, A100/A800/A30, H100/H800/H200/GH200, B100/B200/GB200.
+    (
+        0x10de,
+        &[
+            "p100", "v100", "a100", "a800", "a30", "h100", "h800", "h200", "b100", "b200",
+            "titan v",
+        ],
+    ),
+    // AMD Instinct (MI50 … MI300).
+    (
+        0x1002,
+        &[
+            "instinct", "mi50", "mi60", "mi100", "mi210", "mi250", "mi300",
+        ],
+    ),
+    // Intel Data Center GPU Max (Ponte Vecchio).
+    (0x8086, &["data center gpu max"]),
+];
+
+/// `--gpu-precision auto`: f64 where the adapter has it and runs it fast (a CPU
+/// adapter, whose f64 SIMD runs at half its f32 rate, or a part of [`FAST_F64`]);
+/// the compensated f32 kernel everywhere else.
+pub fn auto_precision(a: &AdapterSummary) -> Precision {
+    let name = a.name.to_lowercase();
+    let fast = a.device_type == "Cpu"
+        || FAST_F64
+            .iter()
+            .any(|(v, parts)| *v == a.vendor && parts.iter().any(|p| name.contains(p)));
+    if a.shader_f64 && fast {
+        Precision::F64
+    } else {
+        Precision::F32
     }
 }
 
@@ -195,4 +240,63 @@ pub fn shared_context() -> Result<&'static GpuContext, String> {
         })
         .as_ref()
         .map_err(|e| e.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(vendor: u32, name: &str, device_type: &str, shader_f64: bool) -> AdapterSummary {
+        AdapterSummary {
+            name: name.into(),
+            vendor,
+            backend: "Vulkan".into(),
+            device_type: device_type.into(),
+            driver: String::new(),
+            shader_f64,
+            max_storage_buffer_binding_size: 0,
+            max_buffer_size: 0,
+            max_compute_workgroups_per_dimension: 0,
+            max_storage_buffers_per_shader_stage: 0,
+        }
+    }
+
+    #[test]
+    fn auto_takes_f64_only_where_it_is_fast() {
+        let d = "DiscreteGpu";
+        for (a, want) in [
+            (adapter(0x10de, "NVIDIA H200", d, true), Precision::F64),
+            (
+                adapter(0x10de, "NVIDIA A100-SXM4-80GB", d, true),
+                Precision::F64,
+            ),
+            (
+                adapter(0x10de, "NVIDIA GeForce RTX 4090", d, true),
+                Precision::F32,
+            ),
+            (adapter(0x10de, "NVIDIA L40S", d, true), Precision::F32),
+            (
+                adapter(0x1002, "AMD Instinct MI250X", d, true),
+                Precision::F64,
+            ),
+            (
+                adapter(0x1002, "AMD Radeon RX 7900 XTX", d, true),
+                Precision::F32,
+            ),
+            (
+                adapter(0x8086, "Intel(R) Arc(tm) A770", d, false),
+                Precision::F32,
+            ),
+            (
+                adapter(0x10005, "llvmpipe (LLVM 19.1.7, 256 bits)", "Cpu", true),
+                Precision::F64,
+            ),
+            // No SHADER_F64: f32 whatever the table says.
+            (adapter(0x10de, "NVIDIA H100", d, false), Precision::F32),
+            // A name from the table under another vendor is not that part.
+            (adapter(0x1002, "H100 lookalike", d, true), Precision::F32),
+        ] {
+            assert_eq!(auto_precision(&a), want, "{}", a.name);
+        }
+    }
 }

@@ -2,9 +2,9 @@
 //! uploaded once, the `advance` stage is dispatched over successive ranges of output
 //! samples with the state resident, and only the final state and status words are
 //! read back and turned into the same [`PointResult`] every backend reports. With
-//! `--until-settled` the running sums are read back at the end of each segment, and
-//! the unsettled instances get a longer schedule and further dispatches from their
-//! resident state (the others are past their last step and idle).
+//! `--until-settled` the state is read back at the end of each segment, and the
+//! unsettled instances are gathered into a fresh, compact batch with a longer schedule
+//! that goes on from their state (the finished ones no longer occupy workgroups).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,7 +23,7 @@ use super::shader::{self, ENTRY_POINT};
 use super::tally::StateLayout;
 use super::{GpuError, Precision};
 use crate::error::SolverError;
-use crate::integrate::continuation::next_horizon;
+use crate::integrate::continuation::continued_schedule;
 use crate::integrate::record::{InstanceRecord, MatrixSet};
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::{LastSample, MetricsAccumulator, Tally, TallyMid};
@@ -61,6 +61,15 @@ impl InstancePlan {
             window_mid: s.window_mid as u32,
         }
     }
+}
+
+/// What every segment of one batch shares: its kernel, its matrix sets, its state
+/// layout, and whether the caller wants q and v back.
+struct Batch<'a> {
+    pipeline: &'a wgpu::ComputePipeline,
+    mats: &'a wgpu::Buffer,
+    lay: StateLayout,
+    with_state: bool,
 }
 
 /// What one batch's dispatches bind.
@@ -102,14 +111,90 @@ fn plan_instance(
     }
 }
 
-/// One matrix set's words in the layout `lay` of its kernel.
-fn matrix_words(set: &MatrixSet, lay: MatrixLayout) -> Vec<f64> {
+/// The batch's per-instance plans and its matrix sets (instances with equal keys share
+/// one set; the key is every matrix entry's bits and ℓ's, whose low word is in the set).
+fn plan_batch(cfgs: &[&RunConfig], shape: KernelShape) -> (Vec<InstancePlan>, Vec<f64>) {
+    let mut set_of: HashMap<Vec<u64>, u32> = HashMap::new();
+    let mut mats: Vec<f64> = Vec::new();
+    let mut plans = Vec::with_capacity(cfgs.len());
+    for cfg in cfgs {
+        let robot = Robot::new(&cfg.params);
+        let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
+        let record = InstanceRecord::new(&robot, h, cfg.fixed_step.theta);
+        let leg_length = record.params.leg_length;
+        let mut key = record.matrices.key();
+        key.push(leg_length.to_bits());
+        let next = set_of.len() as u32;
+        let set = *set_of.entry(key).or_insert_with(|| {
+            mats.extend(matrix_words(&record.matrices, leg_length, shape.matrices()));
+            next
+        });
+        plans.push(plan_instance(cfg, &robot, &record, set));
+    }
+    (plans, mats)
+}
+
+/// After a segment: give every instance that continues (`continued_schedule`) its
+/// longer schedule; the indices of those that do. An instance stopped over its budget
+/// ends there (its status is not ok).
+fn extend_unsettled(
+    cfgs: &[&RunConfig],
+    plans: &mut [InstancePlan],
+    lay: StateLayout,
+    state: &[f64],
+    status: &[u32],
+    budgets: &Budgets,
+) -> Vec<usize> {
+    let b = cfgs.len();
+    let mut longer = Vec::new();
+    for (i, cfg) in cfgs.iter().enumerate() {
+        let stop = budgets.stopped_at(i);
+        let m = finish_instance(cfg, &plans[i], lay, state, b, i, status[i], stop, 0.0);
+        let pl = &mut plans[i];
+        let next = m
+            .metrics
+            .status
+            .is_ok()
+            .then(|| continued_schedule(cfg, &pl.sched, m.metrics.t_run, m.metrics.settled));
+        if let Some((_, sched)) = next.flatten() {
+            pl.sched = sched;
+            longer.push(i);
+        }
+    }
+    longer
+}
+
+/// The batch's initial state (SoA, every slot), the running sums at 0.
+fn initial_state(plans: &[InstancePlan], lay: StateLayout) -> Vec<f64> {
+    let b = plans.len();
+    let mut state = vec![0.0; lay.slots() * b];
+    for (i, pl) in plans.iter().enumerate() {
+        for (k, &x) in pl.q0.iter().enumerate() {
+            state[(lay.q() + k) * b + i] = x;
+            // The compensated kernel's q_lo: what f32 rounding leaves of q0.
+            if let Some(lo) = lay.q_lo() {
+                state[(lo + k) * b + i] = x - f64::from(x as f32);
+            }
+        }
+    }
+    state
+}
+
+/// One matrix set's words in the layout `lay` of its kernel; `leg_length` is the ℓ of
+/// the instances that share it.
+fn matrix_words(set: &MatrixSet, leg_length: f64, lay: MatrixLayout) -> Vec<f64> {
     let mut out = vec![0.0; lay.stride()];
     let mut put = |at: usize, x: &[f64]| out[at..at + x.len()].copy_from_slice(x);
     put(lay.bending(), &set.bending.a);
     put(lay.geometric(), &set.geometric.a);
     put(lay.p_inv(), &set.p_inv.a);
     put(lay.load(), &set.load);
+    // What the f32 kernel needs to evaluate V = qᵀGq − ℓ exactly (f64 ignores them).
+    let lo = |x: f64| x - f64::from(x as f32);
+    let g_lo: Vec<f64> = set.geometric.a.iter().map(|&g| lo(g)).collect();
+    put(lay.geometric_lo(), &g_lo);
+    put(lay.leg_length_lo(), &[lo(leg_length)]);
+    put(lay.one(), &[1.0]);
     if let (true, Some(c)) = (lay.couple, &set.couple) {
         put(lay.couple_cos(), &c.cos.a);
         put(lay.couple_sin(), &c.sin.a);
@@ -156,7 +241,8 @@ impl<'a> GpuEngine<'a> {
 
     /// Most instances of this shape one dispatch chain can hold.
     pub fn max_batch(&self, n_legs: usize, n_nodes: usize) -> usize {
-        let per = (StateLayout { n_legs, n_nodes }.slots() as u64) * self.word();
+        let per =
+            (StateLayout::new(n_legs, n_nodes, self.ctx.precision).slots() as u64) * self.word();
         let limit = self
             .ctx
             .limits
@@ -270,8 +356,8 @@ impl<'a> GpuEngine<'a> {
             .collect())
     }
 
-    /// One batch of instances of the same shape. Reads back only the metric slots and
-    /// status words, and q, v too when `with_state`.
+    /// One batch of instances of the same shape: plan, upload, advance (continuing
+    /// instances in compact batches), finish; q, v are returned too when `with_state`.
     fn run_group(
         &self,
         cfgs: &[&RunConfig],
@@ -281,37 +367,78 @@ impl<'a> GpuEngine<'a> {
         let mut budgets = Budgets::new(cfgs);
         let precision = self.ctx.precision;
         let shape = KernelShape::of(&cfgs[0].params);
-        let n_legs = shape.n_legs;
-        let lay = shape.state();
+        let lay = shape.state(precision);
         let b = cfgs.len();
         let pipeline = self.pipeline(shape)?;
 
-        // Per-instance constants, matrix sets shared by equal keys.
-        let mut set_of: HashMap<Vec<u64>, u32> = HashMap::new();
-        let mut mats: Vec<f64> = Vec::new();
-        let mut plans = Vec::with_capacity(b);
-        for cfg in cfgs {
-            let robot = Robot::new(&cfg.params);
-            let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
-            let record = InstanceRecord::new(&robot, h, cfg.fixed_step.theta);
-            let next = set_of.len() as u32;
-            let set = *set_of.entry(record.matrices.key()).or_insert_with(|| {
-                mats.extend(matrix_words(&record.matrices, shape.matrices()));
-                next
+        let (mut plans, mats) = plan_batch(cfgs, shape);
+        let state = initial_state(&plans, lay);
+        let mats_buf = self
+            .ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("mats"),
+                contents: &reals(&mats, precision),
+                usage: wgpu::BufferUsages::STORAGE,
             });
-            plans.push(plan_instance(cfg, &robot, &record, set));
-        }
+        let batch = Batch {
+            pipeline: &pipeline,
+            mats: &mats_buf,
+            lay,
+            with_state,
+        };
+        let (state, status) = self.advance(&batch, cfgs, &mut plans, state, 0, &mut budgets)?;
+        let wall = start.elapsed().as_secs_f64() / b as f64;
+        Ok(cfgs
+            .iter()
+            .enumerate()
+            .map(|(i, cfg)| {
+                let qv: Vec<f64> = if with_state {
+                    // q_hi + q_lo where the kernel keeps pairs.
+                    let lo = |k: usize| match lay.q_lo() {
+                        Some(at) if k < lay.nq() => state[(at + k) * b + i],
+                        _ => 0.0,
+                    };
+                    (0..2 * lay.nq())
+                        .map(|k| state[k * b + i] + lo(k))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let stop = budgets.stopped_at(i);
+                (
+                    finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], stop, wall),
+                    qv,
+                )
+            })
+            .collect())
+    }
+
+    /// Advance `cfgs` (their plans and host copy of the state, SoA) from step
+    /// `first_step` to the end of their schedules on the device, each within its budget
+    /// (`budgets`, indexed as `cfgs`); with `--until-settled` the instances that
+    /// continue are gathered into a fresh, compact batch (grouped by the step they
+    /// ended at) and advanced further, so a continuing instance never keeps its old
+    /// workgroups busy. Returns the final state (every slot where it is needed later,
+    /// else from the running sums on) and status words.
+    fn advance(
+        &self,
+        batch: &Batch,
+        cfgs: &[&RunConfig],
+        plans: &mut [InstancePlan],
+        state: Vec<f64>,
+        first_step: u32,
+        budgets: &mut Budgets,
+    ) -> Result<(Vec<f64>, Vec<u32>), GpuError> {
+        let b = cfgs.len();
+        let precision = self.ctx.precision;
+        let lay = batch.lay;
         let mut params: Vec<f64> = Vec::new();
         let mut legs: Vec<f64> = Vec::new();
-        let mut ints: Vec<InstanceInts> = Vec::with_capacity(b);
-        let mut state = vec![0.0; lay.slots() * b];
-        for (i, pl) in plans.iter().enumerate() {
+        let ints: Vec<InstanceInts> = plans.iter().map(|p| p.ints()).collect();
+        for pl in plans.iter() {
             params.extend_from_slice(&pl.params);
             legs.extend_from_slice(&pl.legs);
-            ints.push(pl.ints());
-            for (k, &x) in pl.q0.iter().enumerate() {
-                state[(lay.q() + k) * b + i] = x;
-            }
         }
         let dev = &self.ctx.device;
         let storage = |label: &str, bytes: &[u8], extra: wgpu::BufferUsages| {
@@ -321,26 +448,10 @@ impl<'a> GpuEngine<'a> {
                 usage: wgpu::BufferUsages::STORAGE | extra,
             })
         };
-        let params_buf = storage(
-            "instances",
-            &reals(&params, precision),
-            wgpu::BufferUsages::empty(),
-        );
-        let ints_buf = storage(
-            "ints",
-            bytemuck::cast_slice(&ints),
-            wgpu::BufferUsages::COPY_DST,
-        );
-        let legs_buf = storage(
-            "legs",
-            &reals(&legs, precision),
-            wgpu::BufferUsages::empty(),
-        );
-        let mats_buf = storage(
-            "mats",
-            &reals(&mats, precision),
-            wgpu::BufferUsages::empty(),
-        );
+        let none = wgpu::BufferUsages::empty();
+        let params_buf = storage("instances", &reals(&params, precision), none);
+        let ints_buf = storage("ints", bytemuck::cast_slice(&ints), none);
+        let legs_buf = storage("legs", &reals(&legs, precision), none);
         let state_bytes = reals(&state, precision);
         let state_buf = storage("state", &state_bytes, wgpu::BufferUsages::COPY_SRC);
         let status_buf = storage(
@@ -355,111 +466,93 @@ impl<'a> GpuEngine<'a> {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let layout = pipeline.get_bind_group_layout(0);
         let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("metachron batch"),
-            layout: &layout,
+            layout: &batch.pipeline.get_bind_group_layout(0),
             entries: &[
                 entry(0, &ctl_buf),
                 entry(1, &params_buf),
                 entry(2, &ints_buf),
                 entry(3, &legs_buf),
-                entry(4, &mats_buf),
+                entry(4, batch.mats),
                 entry(5, &state_buf),
                 entry(6, &status_buf),
             ],
         });
-        let groups = (b as u32).div_ceil(robots_per_workgroup(n_legs) as u32);
-        let totals = |plans: &[InstancePlan]| -> Vec<u32> {
-            plans
-                .iter()
-                .map(|p| p.sched.total_steps().min(u32::MAX as usize - 1) as u32)
-                .collect()
-        };
-        let total_steps = |plans: &[InstancePlan]| totals(plans).into_iter().max().unwrap_or(0);
+        let totals: Vec<u32> = plans
+            .iter()
+            .map(|p| p.sched.total_steps().min(u32::MAX as usize - 1) as u32)
+            .collect();
         let run = Dispatch {
-            pipeline: &pipeline,
+            pipeline: batch.pipeline,
             bind: &bind,
             ctl: &ctl_buf,
             status: &status_buf,
             batch: b as u32,
-            groups,
+            groups: (b as u32).div_ceil(robots_per_workgroup(lay.n_legs) as u32),
         };
-        let mut last_step = total_steps(&plans);
-        self.dispatch_steps(&run, 0, last_step, &mut budgets, &totals(&plans))?;
-        // SoA: slots [from, SLOTS) of every instance are one contiguous range.
+        let last_step = totals.iter().copied().max().unwrap_or(0);
+        self.dispatch_steps(&run, first_step, last_step, budgets, &totals)?;
+        let continuing = cfgs.iter().any(|c| c.until_settled.is_some());
+        // SoA: slots [from, SLOTS) of every instance are one contiguous range; q and v
+        // are read only where they are returned or carried into a continued batch.
+        let from = if continuing || batch.with_state {
+            0
+        } else {
+            lay.sums()
+        };
         let word = self.word();
-        let read_from = |from: usize| -> Result<(Vec<f64>, Vec<u32>), GpuError> {
-            let tail = self.read(
-                &state_buf,
-                (from * b) as u64 * word,
-                state_bytes.len() as u64 - (from * b) as u64 * word,
-            )?;
-            let mut state = vec![0.0; from * b];
-            state.extend(from_reals(&tail, precision));
-            let status: Vec<u32> =
-                bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
-            Ok((state, status))
-        };
-        // `--until-settled`: continue the unsettled instances from their resident state
-        // until none continues (each round reads back the running sums only).
-        while cfgs.iter().any(|c| c.until_settled.is_some()) {
-            let (state, status) = read_from(lay.sums())?;
-            let mut longer = false;
-            for (i, cfg) in cfgs.iter().enumerate() {
-                let stop = budgets.stopped_at(i);
-                let m = finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], stop, 0.0);
-                let pl = &mut plans[i];
-                let window_len = cfg.metrics.window_len(cfg.params.t_final);
-                let next = m
-                    .metrics
-                    .status
-                    .is_ok()
-                    .then(|| {
-                        next_horizon(
-                            cfg.until_settled,
-                            cfg.params.t_final,
-                            m.metrics.t_run,
-                            m.metrics.settled,
-                        )
-                    })
-                    .flatten()
-                    .and_then(|t| pl.sched.continued(&cfg.metrics, t, window_len));
-                if let Some(sched) = next {
-                    pl.sched = sched;
-                    ints[i] = pl.ints();
-                    longer = true;
+        let tail = self.read(
+            &state_buf,
+            (from * b) as u64 * word,
+            state_bytes.len() as u64 - (from * b) as u64 * word,
+        )?;
+        let mut state = vec![0.0; from * b];
+        state.extend(from_reals(&tail, precision));
+        let mut status: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&self.read(&status_buf, 0, 4 * b as u64)?);
+        if !continuing {
+            return Ok((state, status));
+        }
+        // Which continue, grouped by the step their segment ended at (the next batch
+        // starts right after it).
+        let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
+        for i in extend_unsettled(cfgs, plans, lay, &state, &status, budgets) {
+            match groups.iter_mut().find(|(t, _)| *t == totals[i]) {
+                Some((_, g)) => g.push(i),
+                None => groups.push((totals[i], vec![i])),
+            }
+        }
+        let slots = lay.slots();
+        for (t, idx) in groups {
+            let c = idx.len();
+            let mut sub = vec![0.0; slots * c];
+            for s in 0..slots {
+                for (j, &i) in idx.iter().enumerate() {
+                    sub[s * c + j] = state[s * b + i];
                 }
             }
-            if !longer {
-                break;
+            let sub_cfgs: Vec<&RunConfig> = idx.iter().map(|&i| cfgs[i]).collect();
+            let mut sub_plans: Vec<InstancePlan> = idx.iter().map(|&i| plans[i].clone()).collect();
+            let mut sub_budgets = budgets.subset(&idx);
+            let (sub_state, sub_status) = self.advance(
+                batch,
+                &sub_cfgs,
+                &mut sub_plans,
+                sub,
+                t + 1,
+                &mut sub_budgets,
+            )?;
+            for (j, &i) in idx.iter().enumerate() {
+                plans[i] = sub_plans[j].clone();
+                status[i] = sub_status[j];
+                budgets.set_stopped(i, sub_budgets.stopped_at(j));
+                for s in 0..slots {
+                    state[s * b + i] = sub_state[s * c + j];
+                }
             }
-            self.ctx
-                .queue
-                .write_buffer(&ints_buf, 0, bytemuck::cast_slice(&ints));
-            let from = last_step + 1;
-            last_step = total_steps(&plans);
-            self.dispatch_steps(&run, from, last_step, &mut budgets, &totals(&plans))?;
         }
-        let from = if with_state { 0 } else { lay.sums() };
-        let (state, status) = read_from(from)?;
-        let wall = start.elapsed().as_secs_f64() / b as f64;
-        Ok(cfgs
-            .iter()
-            .enumerate()
-            .map(|(i, cfg)| {
-                let qv: Vec<f64> = if with_state {
-                    (0..2 * lay.nq()).map(|k| state[k * b + i]).collect()
-                } else {
-                    Vec::new()
-                };
-                let stop = budgets.stopped_at(i);
-                (
-                    finish_instance(cfg, &plans[i], lay, &state, b, i, status[i], stop, wall),
-                    qv,
-                )
-            })
-            .collect())
+        Ok((state, status))
     }
 
     /// Dispatch steps `from..=last` of every instance (an instance past its own last

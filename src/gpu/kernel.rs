@@ -15,7 +15,30 @@
 //! v_new = P⁻¹(r − U y), so that only P⁻¹u₁ is a full vector.
 
 use super::layout::{KernelShape, MatrixLayout};
-use super::tally;
+use super::tally::{self, StateLayout};
+use super::Precision;
+
+/// How the kernel carries what must be exact. `Plain`: every value one `real`.
+/// `Compensated` (the f32 kernel): q as an f32 pair q_hi + q_lo advanced by error-free
+/// sums, each leg's constraint V = qᵀGq − ℓ carried from step to step by its exact
+/// increments and recomputed in double-f32 at every output sample; everything else
+/// plain f32. Why and what it costs: docs/gpu.md ("The f32 kernel").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arith {
+    Plain,
+    Compensated,
+}
+
+impl Arith {
+    /// The arithmetic of the kernel a precision runs: f32 is compensated. (A plain
+    /// f32 kernel is generated only to count what the compensation costs.)
+    pub fn of(precision: Precision) -> Arith {
+        match precision {
+            Precision::F64 => Arith::Plain,
+            Precision::F32 => Arith::Compensated,
+        }
+    }
+}
 
 /// Lines of generated WGSL.
 struct Code {
@@ -125,24 +148,13 @@ impl Leg {
 
 /// The kick of one leg at the midpoint (q, v in registers, spring force `fb`): writes
 /// the new velocity into v_* and adds the actuation work to t_work. CPU: `kick_leg`.
-fn kick(c: &mut Code, leg: Leg, couple: bool) {
+/// Compensated: the step-end shift is left in `sh_*` for [`second_drift_compensated`].
+fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
     let (n, m, l) = (leg.n, leg.m(), leg.l());
     let mats = leg.mats;
     let (ib, id, tip) = (n, 3 * n, n - 1);
     let cn = 3 * n - 1;
-    c.line("// Constraint quantities at the midpoint: Gq, V = qᵀGq − ℓ, vᵀGv, Jᵀv.");
-    leg.fe_mul(c, mats.geometric(), "q", "gq");
-    leg.fe_mul(c, mats.geometric(), "v", "gv");
-    c.line(format!(
-        "let v_res = {} - p_leg_length;",
-        leg.dot("q", "gq", 0..l)
-    ));
-    c.line(format!(
-        "let vgv = ({}) + ({});",
-        leg.dot("v", "gv", 0..m),
-        leg.dot("v", "gv", m..l)
-    ));
-    c.line(format!("let jv = 2.0 * ({});", leg.dot("v", "gq", 0..l)));
+    let qk = constraint_quantities(c, leg, arith);
     for i in 0..l {
         c.line(format!("let j_{i} = 2.0 * gq_{i};"));
     }
@@ -154,7 +166,7 @@ fn kick(c: &mut Code, leg: Leg, couple: bool) {
     );
     c.line("// Explicit force F_exp: bending, gravity, penalty, springs, servo, contact.");
     for i in 0..l {
-        c.line(format!("let tb_{i} = q_{i} - p_theta_h * v_{i};"));
+        c.line(format!("let tb_{i} = {qk}_{i} - p_theta_h * v_{i};"));
     }
     leg.fe_mul(c, mats.bending(), "tb", "kb");
     c.line(format!("let b1 = q_{ib};"));
@@ -254,6 +266,9 @@ fn kick(c: &mut Code, leg: Leg, couple: bool) {
         c.line(format!("let x_{i} = {x};"));
     }
     leg.dense_mul(c, mats.p_inv(), "x", "v", Some("p_inertia_share"));
+    if arith == Arith::Compensated {
+        penalty_direction_refined(c, leg);
+    }
     c.line("// Touchdown correction (CPU: kick_leg): along D = P⁻¹U·C⁻¹e₁ = s₁S⁻¹J the");
     c.line("// kick is re-solved for its consistent vᵀGv, (2 + k)σ = ½s_old + (3/2)(1 + k)s_new,");
     c.line("// and the midpoint moves by ½h²·s_new·S⁻¹J/(JᵀS⁻¹J), JᵀS⁻¹J = (1 − e1)/s₁².");
@@ -281,7 +296,10 @@ fn kick(c: &mut Code, leg: Leg, couple: bool) {
         };
         c.line(format!("let dd_{i} = {d};"));
         c.line(format!("v_{i} += dv_scale * dd_{i};"));
-        c.line(format!("q_{i} += dq_scale * dd_{i};"));
+        match arith {
+            Arith::Plain => c.line(format!("q_{i} += dq_scale * dd_{i};")),
+            Arith::Compensated => c.line(format!("let sh_{i} = dq_scale * dd_{i};")),
+        }
     }
     c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
     c.line("t_work += h * abs(lg_k_p * (-lg_omega - psi_dot) * psi_dot);");
@@ -331,6 +349,195 @@ fn couple_force(c: &mut Code, leg: Leg) {
         ));
     }
     c.line(format!("let qa_v_old = {};", leg.dot("qa", "v", 0..2 * m)));
+}
+
+/// The constraint quantities at the midpoint: `gq` = Gq, `gv` = Gv, `v_res` = V,
+/// `vgv` = vᵀGv, `jv` = Jᵀv. Returns the name of the q the banded products take.
+///
+/// Plain: V = qᵀGq − ℓ from the registers. Compensated: rounding V at f32's ε and
+/// multiplying it by the penalty's λη² (3·10⁸ for the paper) would make forces of
+/// ~10 N, so V is carried instead: the first half drift moved q by δ = (h/2)v, and
+/// V(q + δ) − V(q) = δᵀ(J − Gδ) at the new q, i.e. (h/2)Jᵀv − (h/2)²vᵀGv, from the two
+/// products the kick needs anyway (its rounding is ε of an O(h) increment). Gq is taken
+/// with the value unknowns relative to the base node (G annihilates a translation, and
+/// q's values are metres away from 0 while the leg is 1 m long), and so is Kq.
+fn constraint_quantities(c: &mut Code, leg: Leg, arith: Arith) -> &'static str {
+    let (n, m, l) = (leg.n, leg.m(), leg.l());
+    let g = leg.mats.geometric();
+    let q = match arith {
+        Arith::Plain => "q",
+        Arith::Compensated => {
+            for i in 0..l {
+                let base = match i {
+                    _ if i < n => " - q_0".to_string(),
+                    _ if (2 * n..3 * n).contains(&i) => format!(" - q_{}", 2 * n),
+                    _ => String::new(),
+                };
+                c.line(format!("let qr_{i} = q_{i}{base};"));
+            }
+            "qr"
+        }
+    };
+    c.line("// Constraint quantities at the midpoint: Gq, V = qᵀGq − ℓ, vᵀGv, Jᵀv.");
+    leg.fe_mul(c, g, q, "gq");
+    leg.fe_mul(c, g, "v", "gv");
+    c.line(format!(
+        "let vgv = ({}) + ({});",
+        leg.dot("v", "gv", 0..m),
+        leg.dot("v", "gv", m..l)
+    ));
+    c.line(format!("let jv = 2.0 * ({});", leg.dot("v", "gq", 0..l)));
+    match arith {
+        Arith::Plain => c.line(format!(
+            "let v_res = {} - p_leg_length;",
+            leg.dot("q", "gq", 0..l)
+        )),
+        Arith::Compensated => {
+            c.line("// V at the midpoint: the step end's V plus the first half drift's increment.");
+            c.line("let v_res = vres + 0.5 * h * jv - 0.25 * h * h * vgv;");
+        }
+    }
+    q
+}
+
+/// Compensated: one step of refinement along the penalty's column. In exact arithmetic
+/// the solve gives Uᵀv_new = y, so s₁Jᵀv_new = y₁. But Jᵀv_new comes out of a
+/// cancellation of terms C₁₁ ≈ λ(1 + k)JᵀP⁻¹J times larger (10⁶–10⁷), which in f32
+/// leaves an error of the order of Jᵀv itself: the constraint velocity is noise, V
+/// wanders to 1e-5 and finer meshes diverge. y₁ itself is accurate (a well-scaled
+/// 3×3 solve), so v moves along w = P⁻¹u₁ until s₁Jᵀv = y₁ (u₁ᵀw = C₁₁ − 1).
+fn penalty_direction_refined(c: &mut Code, leg: Leg) {
+    let l = leg.l();
+    c.line(format!("let u1v = s1 * ({});", leg.dot("j", "v", 0..l)));
+    c.line("let refine = select(0.0, (y1 - u1v) / (c11 - 1.0), c11 > 1.0);");
+    for i in 0..l {
+        c.line(format!("v_{i} += refine * w_{i};"));
+    }
+}
+
+/// `let {name} = two_sum(a, b)`-style lines: (hi, lo) += d for each of `pairs`
+/// (hi register, lo register, increment): lo absorbs d, then an error-free sum moves
+/// what fits into hi and keeps the rest in lo.
+fn compensated_add(c: &mut Code, tag: &str, pairs: &[(String, String, String)]) {
+    for (k, (hi, lo, d)) in pairs.iter().enumerate() {
+        c.line(format!("let {tag}{k} = two_sum({hi}, {lo} + {d}, one);"));
+        c.line(format!("{hi} = {tag}{k}.x;"));
+        c.line(format!("{lo} = {tag}{k}.y;"));
+    }
+}
+
+/// The body copy's (hi, lo) pairs with increment `d` (a vec3 expression).
+fn body_pairs(d: &str) -> Vec<(String, String, String)> {
+    ["x", "y", "z"]
+        .iter()
+        .map(|x| (format!("qb.{x}"), format!("qbl.{x}"), format!("{d}.{x}")))
+        .collect()
+}
+
+/// Compensated first half drift: q += (h/2)v for the leg and the body copy, in pairs.
+fn first_drift_compensated(c: &mut Code, l: usize) {
+    c.line("let hh = 0.5 * h;");
+    let mut pairs: Vec<_> = (0..l)
+        .map(|i| (format!("q_{i}"), format!("ql_{i}"), format!("hh * v_{i}")))
+        .collect();
+    pairs.extend(body_pairs("(hh * vb)"));
+    compensated_add(c, "dr1_", &pairs);
+}
+
+/// Compensated second half drift with the kick's step-end shift: δ = sh + (h/2)v moves
+/// q (in pairs), and the carried V goes to the step end by δᵀ(J + Gδ) (J at the
+/// midpoint: V(q + δ) − V(q) exactly, up to the products' rounding).
+fn second_drift_compensated(c: &mut Code, leg: Leg) {
+    let l = leg.l();
+    c.line("let hh = 0.5 * h;");
+    for i in 0..l {
+        c.line(format!("let d2_{i} = sh_{i} + hh * v_{i};"));
+    }
+    leg.fe_mul(c, leg.mats.geometric(), "d2", "g2");
+    let terms: Vec<String> = (0..l)
+        .map(|i| format!("d2_{i} * (j_{i} + g2_{i})"))
+        .collect();
+    c.line(format!("vres = v_res + ({});", terms.join(" + ")));
+    let mut pairs: Vec<_> = (0..l)
+        .map(|i| (format!("q_{i}"), format!("ql_{i}"), format!("d2_{i}")))
+        .collect();
+    pairs.extend(body_pairs("(hh * vb)"));
+    compensated_add(c, "dr2_", &pairs);
+}
+
+/// `let constraint = qᵀGq − ℓ` at an output sample, from q = q_hi + q_lo in double-f32
+/// (compensated kernel): the value unknowns relative to the base node (t + e, exact
+/// differences), u = G_hi·t with exact products (fma) and error-free sums, tᵀu the
+/// same way; 2eᵀu, tᵀG_lo t and ℓ's low word are small and added in f32. The carried V
+/// restarts from it, so its increments' rounding never accumulates past one interval.
+fn exact_constraint(c: &mut Code, leg: Leg) {
+    let (n, l) = (leg.n, leg.l());
+    let mats = leg.mats;
+    for i in 0..l {
+        let base = if i < n {
+            Some(0)
+        } else if (2 * n..3 * n).contains(&i) {
+            Some(2 * n)
+        } else {
+            None
+        };
+        match base {
+            Some(b) => {
+                c.line(format!("let vx_{i} = two_sum(q_{i}, -q_{b}, one);"));
+                c.line(format!("let vt_{i} = vx_{i}.x;"));
+                c.line(format!("let ve_{i} = vx_{i}.y + (ql_{i} - ql_{b});"));
+            }
+            None => {
+                c.line(format!("let vt_{i} = q_{i};"));
+                c.line(format!("let ve_{i} = ql_{i};"));
+            }
+        }
+    }
+    // u = G_hi t, row by row over the banded columns (as fe_mul).
+    let m = leg.m();
+    for blk in 0..2 {
+        for r in 0..m {
+            let k = r % n;
+            let mut acc: Option<String> = None;
+            for base in [0, n] {
+                for col in k.saturating_sub(1)..=(k + 1).min(n - 1) {
+                    let col = base + col;
+                    let p = format!(
+                        "two_prod({}, vt_{}, one)",
+                        leg.mat(mats.geometric(), r, col),
+                        blk * m + col
+                    );
+                    acc = Some(match acc {
+                        None => p,
+                        Some(a) => format!("df_add({a}, {p}, one)"),
+                    });
+                }
+            }
+            c.line(format!(
+                "let vu_{} = {};",
+                blk * m + r,
+                acc.unwrap_or_default()
+            ));
+        }
+    }
+    c.line("var vs = vec2<real>(0.0, 0.0);");
+    for i in 0..l {
+        c.line(format!(
+            "vs = df_add(vs, df_mul_f(vu_{i}, vt_{i}, one), one);"
+        ));
+    }
+    leg.fe_mul(c, mats.geometric_lo(), "vt", "vg");
+    c.line(format!(
+        "let v_small = 2.0 * ({}) + ({}) - mats[ms + {}u];",
+        (0..l)
+            .map(|i| format!("ve_{i} * vu_{i}.x"))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        leg.dot("vt", "vg", 0..l),
+        mats.leg_length_lo()
+    ));
+    c.line("let constraint = (vs.x - instances[ri].leg_length) + (vs.y + v_small);");
+    c.line("vres = constraint;");
 }
 
 /// `let {out}1..{out}3` = C⁻¹·rhs from the LDLᵀ factors of the kick's 3×3 C (c11 = d1,
@@ -407,20 +614,83 @@ fn half_drift(c: &mut Code, l: usize) {
     c.line("qb += hh * vb;");
 }
 
-/// The entry point for `shape` (after the header and the shader files).
-pub fn entry_point(shape: KernelShape) -> String {
+/// What an invocation keeps of the state, declared and read once at dispatch start:
+/// this leg's q and v, the body (every leg keeps a copy and updates it identically);
+/// compensated also q's low words and the leg's carried V.
+fn state_load(c: &mut Code, lay: StateLayout) {
+    for (name, at, lo) in state_registers(lay) {
+        c.line(format!("var {name}: real = state[slot({at}u{lo}, ri)];"));
+    }
+    let body = lay.n_legs * lay.leg_dofs();
+    let mut bodies = vec![("qb", body), ("vb", lay.nq() + body)];
+    if let Some(q_lo) = lay.q_lo() {
+        bodies.push(("qbl", q_lo + body));
+    }
+    for (name, at) in bodies {
+        c.line(format!(
+            "var {name} = vec3<real>(state[slot({at}u, ri)], state[slot({}u, ri)], state[slot({}u, ri)]);",
+            at + 1,
+            at + 2
+        ));
+    }
+}
+
+/// The state written once at dispatch end (the body by leg 0), as [`state_load`] read it.
+fn state_store(c: &mut Code, lay: StateLayout) {
+    for (name, at, lo) in state_registers(lay) {
+        c.line(format!("state[slot({at}u{lo}, ri)] = {name};"));
+    }
+    let body = lay.n_legs * lay.leg_dofs();
+    let mut bodies = vec![("qb", body), ("vb", lay.nq() + body)];
+    if let Some(q_lo) = lay.q_lo() {
+        bodies.push(("qbl", q_lo + body));
+    }
+    c.open("if leg == 0u {");
+    for (name, at) in bodies {
+        for (k, x) in ["x", "y", "z"].iter().enumerate() {
+            c.line(format!("state[slot({}u, ri)] = {name}.{x};", at + k));
+        }
+    }
+    c.close();
+}
+
+/// The per-leg scalar registers and their slots: (name, first slot, per-leg offset).
+fn state_registers(lay: StateLayout) -> Vec<(String, usize, &'static str)> {
+    let l = lay.leg_dofs();
+    let mut out = Vec::new();
+    for i in 0..l {
+        out.push((format!("q_{i}"), i, " + leg * L"));
+    }
+    for i in 0..l {
+        out.push((format!("v_{i}"), lay.nq() + i, " + leg * L"));
+    }
+    if let (Some(q_lo), Some(v_res)) = (lay.q_lo(), lay.v_res()) {
+        for i in 0..l {
+            out.push((format!("ql_{i}"), q_lo + i, " + leg * L"));
+        }
+        out.push(("vres".into(), v_res, " + leg"));
+    }
+    out
+}
+
+/// The entry point for `shape` in `arith` (after the header and the shader files).
+pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     let KernelShape {
         n_legs,
         n_nodes,
         couple,
     } = shape;
-    let lay = shape.state();
+    let comp = arith == Arith::Compensated;
+    let lay = StateLayout {
+        n_legs,
+        n_nodes,
+        compensated: comp,
+    };
     let leg = Leg {
         n: n_nodes,
         mats: shape.matrices(),
     };
-    let (n, l, nq) = (n_nodes, lay.leg_dofs(), lay.nq());
-    let body = n_legs * l;
+    let (n, l) = (n_nodes, lay.leg_dofs());
     let mut c = Code {
         s: String::new(),
         indent: 0,
@@ -450,26 +720,13 @@ pub fn entry_point(shape: KernelShape) -> String {
     c.line("let total = (n_samples - 1u) * per + ints[ri].steps_last;");
     c.line("let window_first = ints[ri].window_first;");
     c.line("let h = instances[ri].h;");
-    c.line("// The state, read once: this leg's q and v, the body (every leg keeps a copy");
-    c.line("// and updates it identically), the running sums.");
-    for i in 0..l {
+    if comp {
         c.line(format!(
-            "var q_{i}: real = state[slot({i}u + leg * L, ri)];"
+            "let one = mats[ms + {}u]; // 1, opaque to the compiler",
+            leg.mats.one()
         ));
     }
-    for i in 0..l {
-        c.line(format!(
-            "var v_{i}: real = state[slot({}u + leg * L, ri)];",
-            nq + i
-        ));
-    }
-    for (name, at) in [("qb", body), ("vb", nq + body)] {
-        c.line(format!(
-            "var {name} = vec3<real>(state[slot({at}u, ri)], state[slot({}u, ri)], state[slot({}u, ri)]);",
-            at + 1,
-            at + 2
-        ));
-    }
+    state_load(&mut c, lay);
     c.s.push_str(&tally::wgsl_load(&lay));
     c.line("var fb = vec2<real>(0.0, 0.0);");
     c.open("for (var s = ctl.step_begin; s < ctl.step_end; s++) {");
@@ -478,7 +735,10 @@ pub fn entry_point(shape: KernelShape) -> String {
     c.line("let stepping = act && s > 0u;");
     c.line("// @step-loop (a marker for the budget tests)");
     c.open("if stepping {");
-    half_drift(&mut c, l);
+    match arith {
+        Arith::Plain => half_drift(&mut c, l),
+        Arith::Compensated => first_drift_compensated(&mut c, l),
+    }
     c.line(format!("wg_base[lid] = vec2<real>(q_0, q_{});", 2 * n));
     c.close();
     c.line("workgroupBarrier();");
@@ -493,9 +753,12 @@ pub fn entry_point(shape: KernelShape) -> String {
         s: String::new(),
         indent: c.indent,
     };
-    kick(&mut body_code, leg, couple);
+    kick(&mut body_code, leg, couple, arith);
     body_kick(&mut body_code, n_legs);
-    half_drift(&mut body_code, l);
+    match arith {
+        Arith::Plain => half_drift(&mut body_code, l),
+        Arith::Compensated => second_drift_compensated(&mut body_code, leg),
+    }
     c.s.push_str(&member_lets(&body_code.s, c.indent));
     c.s.push_str(&body_code.s);
     c.close();
@@ -542,7 +805,11 @@ pub fn entry_point(shape: KernelShape) -> String {
     c.line("let tangent = wg_sample[lid].xy;");
     c.line("let next = wg_sample[min(lid + 1u, WORKGROUP_SIZE - 1u)].xy;");
     c.line(format!("let tip_x = q_{};", n - 1));
-    c.line("let y_body = qb.y;");
+    c.line(if comp {
+        "let y_body = qb.y + qbl.y;"
+    } else {
+        "let y_body = qb.y;"
+    });
     c.line(format!(
         "let work_sum = {};",
         all(&|j| format!("wg_sample[first + {j}u].z"), " + ")
@@ -552,12 +819,16 @@ pub fn entry_point(shape: KernelShape) -> String {
         all(&|j| format!("wg_sample[first + {j}u].x"), " + "),
         all(&|j| format!("-wg_sample[first + {j}u].y"), " + ")
     ));
-    leg.fe_mul(&mut c, leg.mats.geometric(), "q", "gs");
-    c.line(format!(
-        "let constraint = ({}) + ({}) - instances[ri].leg_length;",
-        leg.dot("q", "gs", 0..leg.m()),
-        leg.dot("q", "gs", leg.m()..l)
-    ));
+    if comp {
+        exact_constraint(&mut c, leg);
+    } else {
+        leg.fe_mul(&mut c, leg.mats.geometric(), "q", "gs");
+        c.line(format!(
+            "let constraint = ({}) + ({}) - instances[ri].leg_length;",
+            leg.dot("q", "gs", 0..leg.m()),
+            leg.dot("q", "gs", leg.m()..l)
+        ));
+    }
     for line in include_str!("../../shaders/metrics.wgsl").lines() {
         if !line.starts_with("//") {
             c.line(line);
@@ -575,18 +846,8 @@ pub fn entry_point(shape: KernelShape) -> String {
     c.close();
     c.line("// The state, written once.");
     c.open("if inside {");
-    for i in 0..l {
-        c.line(format!("state[slot({i}u + leg * L, ri)] = q_{i};"));
-    }
-    for i in 0..l {
-        c.line(format!("state[slot({}u + leg * L, ri)] = v_{i};", nq + i));
-    }
+    state_store(&mut c, lay);
     c.open("if leg == 0u {");
-    for (name, at) in [("qb", body), ("vb", nq + body)] {
-        for (k, x) in ["x", "y", "z"].iter().enumerate() {
-            c.line(format!("state[slot({}u, ri)] = {name}.{x};", at + k));
-        }
-    }
     c.open("if diverged > 0u {");
     c.line("status[ri] = diverged;");
     c.close();

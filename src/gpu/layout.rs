@@ -96,11 +96,9 @@ impl KernelShape {
         }
     }
 
-    pub fn state(&self) -> StateLayout {
-        StateLayout {
-            n_legs: self.n_legs,
-            n_nodes: self.n_nodes,
-        }
+    /// The state slots of this shape's kernel in `precision` (f32 is compensated).
+    pub fn state(&self, precision: Precision) -> StateLayout {
+        StateLayout::new(self.n_legs, self.n_nodes, precision)
     }
 
     pub fn matrices(&self) -> MatrixLayout {
@@ -133,15 +131,30 @@ impl MatrixLayout {
     pub fn load(&self) -> usize {
         3 * self.m * self.m
     }
-    pub fn couple_cos(&self) -> usize {
+    /// G − f32(G): what the f32 kernel adds to the rounded G where V = qᵀGq − ℓ must be
+    /// exact (the compensated constraint at output samples; unused in f64).
+    pub fn geometric_lo(&self) -> usize {
         3 * self.m * self.m + self.m
     }
-    pub fn couple_sin(&self) -> usize {
+    /// ℓ − f32(ℓ), the same for the leg length (ℓ is part of the set's key).
+    pub fn leg_length_lo(&self) -> usize {
         4 * self.m * self.m + self.m
+    }
+    /// The constant 1, read at run time: multiplying by it keeps a shader compiler
+    /// from rewriting the f32 kernel's error-free sums algebraically (see kernel.rs).
+    pub fn one(&self) -> usize {
+        4 * self.m * self.m + self.m + 1
+    }
+    /// The internal couple's B_c and B_s follow the words every kernel has.
+    pub fn couple_cos(&self) -> usize {
+        4 * self.m * self.m + self.m + 2
+    }
+    pub fn couple_sin(&self) -> usize {
+        5 * self.m * self.m + self.m + 2
     }
     pub fn stride(&self) -> usize {
         let couple = if self.couple { 2 * self.m * self.m } else { 0 };
-        3 * self.m * self.m + self.m + couple
+        4 * self.m * self.m + self.m + 2 + couple
     }
 }
 
@@ -151,7 +164,7 @@ pub fn wgsl_header(shape: KernelShape, precision: Precision) -> String {
     let KernelShape {
         n_legs, n_nodes, ..
     } = shape;
-    let s = shape.state();
+    let s = shape.state(precision);
     let m = shape.matrices();
     let (real, real_max) = match precision {
         Precision::F64 => ("f64", "1.7976931348623157e308"),

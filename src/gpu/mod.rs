@@ -41,7 +41,8 @@ impl Precision {
     }
 }
 
-/// Precision request: `auto` = f64 where the adapter has SHADER_F64, else f32.
+/// Precision request: `auto` = f64 where the adapter runs it fast (`device::auto_precision`),
+/// else the compensated f32 kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum PrecisionChoice {
     #[default]

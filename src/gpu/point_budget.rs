@@ -87,6 +87,22 @@ impl Budgets {
         self.stopped[i] = None;
     }
 
+    /// The budgets of instances `idx` (none of them stopped), as a batch of their own:
+    /// a continued run keeps its step cap and its deadline (counted from the first
+    /// batch's start).
+    pub fn subset(&self, idx: &[usize]) -> Budgets {
+        Budgets {
+            caps: idx.iter().map(|&i| self.caps[i]).collect(),
+            deadlines: idx.iter().map(|&i| self.deadlines[i]).collect(),
+            stopped: idx.iter().map(|&i| self.stopped[i]).collect(),
+        }
+    }
+
+    /// Record where instance `i` was stopped in a batch of its own ([`Budgets::subset`]).
+    pub fn set_stopped(&mut self, i: usize, stopped: Option<u64>) {
+        self.stopped[i] = stopped;
+    }
+
     /// Steps instance `i` had done when it was stopped, if it was.
     pub fn stopped_at(&self, i: usize) -> Option<u64> {
         self.stopped[i]

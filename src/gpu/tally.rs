@@ -71,14 +71,25 @@ pub const RUNNING_SUMS: &[RunningSum] = &[
 ];
 
 /// Slots of one instance's resident state (SoA: slot s of instance i is
-/// `state[s * batch + i]`): q, v (legs then body), then the running sums.
+/// `state[s * batch + i]`): q, v (legs then body), then the running sums; in the
+/// compensated f32 kernel also the low words of q (q = q_hi + q_lo, legs then body)
+/// and each leg's carried constraint V = qᵀGq − ℓ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateLayout {
     pub n_legs: usize,
     pub n_nodes: usize,
+    pub compensated: bool,
 }
 
 impl StateLayout {
+    /// The layout the kernel of `precision` uses (f32 is compensated).
+    pub fn new(n_legs: usize, n_nodes: usize, precision: super::Precision) -> StateLayout {
+        StateLayout {
+            n_legs,
+            n_nodes,
+            compensated: precision == super::Precision::F32,
+        }
+    }
     pub fn leg_dofs(&self) -> usize {
         4 * self.n_nodes
     }
@@ -112,12 +123,28 @@ impl StateLayout {
         }
         panic!("no running sum {name:?} in RUNNING_SUMS")
     }
-    pub fn slots(&self) -> usize {
+    fn sums_end(&self) -> usize {
         self.sums()
             + RUNNING_SUMS
                 .iter()
                 .map(|s| self.width(s.per))
                 .sum::<usize>()
+    }
+    /// First slot of q's low words (compensated layout only).
+    pub fn q_lo(&self) -> Option<usize> {
+        self.compensated.then(|| self.sums_end())
+    }
+    /// First slot of the legs' carried V (compensated layout only).
+    pub fn v_res(&self) -> Option<usize> {
+        self.compensated.then(|| self.sums_end() + self.nq())
+    }
+    pub fn slots(&self) -> usize {
+        self.sums_end()
+            + if self.compensated {
+                self.nq() + self.n_legs
+            } else {
+                0
+            }
     }
 }
 

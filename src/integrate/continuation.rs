@@ -61,10 +61,24 @@ pub fn continue_run(
 ) -> Option<SampleSchedule> {
     cfg.until_settled?;
     let settled = acc.finish(Status::Ok).settled;
-    let next = next_horizon(cfg.until_settled, cfg.params.t_final, acc.t_run(), settled)?;
-    let longer = ended.continued(&cfg.metrics, next, acc.window_len())?;
+    let (next, longer) = continued_schedule(cfg, ended, acc.t_run(), settled)?;
     acc.continue_to(next).ok()?;
     Some(longer)
+}
+
+/// The rule for an engine that keeps its own metric sums (the GPU host): a run of `cfg`
+/// that ended ok at the end of `ended` (horizon `t_run`, `settled`) continues to the
+/// returned horizon with the returned schedule (same grid, window of the same length
+/// ending at the new horizon), or ends (`None`).
+pub fn continued_schedule(
+    cfg: &RunConfig,
+    ended: &SampleSchedule,
+    t_run: f64,
+    settled: Option<bool>,
+) -> Option<(f64, SampleSchedule)> {
+    let next = next_horizon(cfg.until_settled, cfg.params.t_final, t_run, settled)?;
+    let window_len = cfg.metrics.window_len(cfg.params.t_final);
+    Some((next, ended.continued(&cfg.metrics, next, window_len)?))
 }
 
 #[cfg(test)]
