@@ -156,12 +156,7 @@ fn couple_points() -> Vec<(&'static str, RunConfig)> {
     [
         (
             "couple alone",
-            &[
-                "actuated=none",
-                "axo_f=60",
-                "axo_omega=2",
-                "axo_dphi=90deg",
-            ][..],
+            &["actuated=none", "axo_f=60", "axo_omega=2", "axo_dphi=90deg"][..],
         ),
         ("servo + couple", &["axo_f=150", "axo_omega=2"][..]),
         (
