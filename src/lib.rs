@@ -1,8 +1,18 @@
 //! metachron: parameter-sweep engine for planar robots on elastic (Hermite FE) legs.
 //!
-//! Layout: [`params`] (every model parameter), [`model`] (FE matrices, forces,
-//! accelerations), [`reference`] (the stiff adaptive CPU solver), [`metrics`]
-//! (coordination and locomotion metrics), [`output`] (Parquet and pictures).
+//! Layers, lowest first (a module uses only those above it in this list):
+//! - [`params`], [`error`], [`input_file`]: every model parameter (one table), typed
+//!   errors, bounded reads of input files;
+//! - [`model`]: FE matrices, springs, body, contact, the internal couple, accelerations,
+//!   energy (the readable statement of the equations);
+//! - [`sample`], [`metrics`]: output samples and the online coordination metrics;
+//! - [`integrate`]: the ESDIRK reference, the DKD-dc fixed step, the per-instance record
+//!   and the SIMD lane kernel; [`reference`]: the reference's entry point;
+//! - [`simulate`], [`cpu_engine`], [`gpu`]: one run, the CPU batch engine, the GPU host
+//!   and its generated WGSL; [`batch`]: the one place that picks the engine; [`cost`]:
+//!   estimates before a run; [`bench`];
+//! - [`sweep`]: sweep files, plans, datasets, manifests, checks, refinement;
+//! - [`output`]: Parquet, pictures, maps, animations, the report page.
 
 pub mod error;
 pub mod model;

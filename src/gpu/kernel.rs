@@ -9,7 +9,8 @@
 //! alone a dynamically indexed one; intermediate vectors are `let` values the shader
 //! compiler allocates. docs/gpu.md gives the reasoning, `budget` checks the result.
 //!
-//! CPU twin of the step: `dkd::step` / `dkd::kick_leg` (src/integrate/dkd.rs); the
+//! CPU twin of the step: `lanes::kernel::step` / `lanes::kernel::kick_leg` (one lane of it is
+//! `dkd::step`); the
 //! Woodbury solve is the branch-free form: always three columns, the servo and friction
 //! columns scaled to zero when inactive, C = I + UᵀP⁻¹U by LDLᵀ, and
 //! v_new = P⁻¹(r − U y), so that only P⁻¹u₁ is a full vector.
