@@ -68,6 +68,16 @@ impl Context<'_> {
         self.h * p.eta * p.mu * 2.0
     }
 
+    /// K_p on leg `i` where the basal servo acts, else 0.
+    fn servo_gain(&self, i: usize) -> f64 {
+        let p = &self.robot.p;
+        if p.actuated[i] {
+            p.k_p
+        } else {
+            0.0
+        }
+    }
+
     /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv.
     fn inertia_share(&self) -> f64 {
         let p = &self.robot.p;
@@ -117,9 +127,9 @@ constants! {
     /// Target rate ω_i (rad/s).
     omega = c.0.robot.p.leg_omega(c.1);
     /// K_p where the basal servo acts, else 0 (passive legs need no branch).
-    k_p = if c.0.robot.p.actuated[c.1] { c.0.robot.p.k_p } else { 0.0 };
+    k_p = c.0.servo_gain(c.1);
     /// The servo's Woodbury column scale √(h·k_p) (0 on a passive leg).
-    s_servo = (c.0.h * if c.0.robot.p.actuated[c.1] { c.0.robot.p.k_p } else { 0.0 }).sqrt();
+    s_servo = (c.0.h * c.0.servo_gain(c.1)).sqrt();
     /// Body-frame anchor B_{i+1} of the leg's β spring.
     b_point_x = c.0.robot.body.b_points[c.1 + 1][0];
     b_point_y = c.0.robot.body.b_points[c.1 + 1][1];
