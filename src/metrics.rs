@@ -341,6 +341,8 @@ pub struct MetricsAccumulator {
     t_run: f64,
     thresholds: Thresholds,
     x_t: f64,
+    /// The terrain: a tip is in contact where its depth is ≥ 0 (docs/model.md (T3)).
+    terrain: crate::model::terrain::Profile,
     weight: f64,
     // whole run
     first_y: Option<f64>,
@@ -372,6 +374,7 @@ impl MetricsAccumulator {
             t_run: p.t_final,
             thresholds: s.thresholds,
             x_t: p.x_t,
+            terrain: crate::model::terrain::Profile::new(p),
             weight: (p.body_mass + n as f64 * p.rho * p.leg_length) * p.g,
             first_y: None,
             last: None,
@@ -448,7 +451,8 @@ impl MetricsAccumulator {
         let (sx, sy) = z.iter().fold((0.0, 0.0), |(x, y), w| (x + w[0], y + w[1]));
         self.kuramoto_sum += (sx * sx + sy * sy).sqrt() / n as f64;
         for i in 0..n {
-            if s.tip[i][0] >= self.x_t {
+            let [x, y] = s.tip[i];
+            if self.terrain.frame(x, y, self.x_t).depth >= 0.0 {
                 self.contact_count[i] += 1;
             }
         }

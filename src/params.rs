@@ -113,6 +113,8 @@ macro_rules! define_params {
             /// Per-leg mask of the internal couple (1 = the leg's motors act); `None`:
             /// every leg.
             pub axo_actuated: Option<Vec<bool>>,
+            /// The terrain's profile (flat: the paper's line x = X_t).
+            pub terrain: TerrainKind,
         }
 
         impl Default for Params {
@@ -124,6 +126,7 @@ macro_rules! define_params {
                     psi_init: None,
                     omega_legs: None,
                     axo_actuated: None,
+                    terrain: TerrainKind::Flat,
                 }
             }
         }
@@ -263,7 +266,67 @@ define_params! {
     axo_omega: f64 = 0.5, "rad/s", Range::Finite, "Angular frequency of the motor force wave.", kernel;
     axo_k: f64 = 0.0, "rad/m", Range::Finite, "Wavenumber k_A of the motor force wave along the leg (0: standing).", kernel;
     axo_dphi: f64 = 0.0, "rad", Range::Finite, "Phase step of the motor force wave between neighbouring legs.", kernel;
+    terrain_angle: f64 = 0.0, "rad", Range::Finite, "Slope angle of the `slope` terrain (positive: uphill towards +y), |angle| <= 80deg.";
+    terrain_height: f64 = 0.05, "m", Range::NonNegative, "Amplitude of the `sine` terrain; RMS height of the `rough` one.";
+    terrain_wavelength: f64 = 2.0, "m", Range::Positive, "Wavelength of the `sine` terrain; longest wavelength of the `rough` one.";
+    terrain_phase: f64 = 0.0, "rad", Range::Finite, "Phase of the `sine` terrain.";
+    terrain_seed: usize = 1, "1", Range::Int(0, 4_294_967_295), "Seed of the `rough` terrain's phases (SplitMix64).";
+    terrain_start: f64 = 5.0, "m", Range::Finite, "Where the profile starts along y (flat ground before it).";
+    terrain_blend: f64 = 1.0, "m", Range::Positive, "Length over which the profile blends in (C1) from flat ground.";
+    mu_c: f64 = 0.0, "1", Range::NonNegative, "Coulomb friction coefficient at the leg tips (0: purely viscous, the paper).", kernel;
+    v_c: f64 = 0.01, "m/s", Range::Positive, "Regularisation speed of the Coulomb friction (tanh(v_t/v_c)).", kernel;
 }
+
+/// The terrain's profile kind (docs/model.md, "Terrain"): a text choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerrainKind {
+    /// h = 0: the paper's line x = X_t.
+    #[default]
+    Flat,
+    /// h = tan(terrain_angle)·u.
+    Slope,
+    /// h = terrain_height·sin(2πu/terrain_wavelength + terrain_phase).
+    Sine,
+    /// Eight harmonics with SplitMix64 phases, RMS terrain_height.
+    Rough,
+}
+
+impl TerrainKind {
+    /// Every kind, in the order of the docs.
+    pub const ALL: [TerrainKind; 4] = [
+        TerrainKind::Flat,
+        TerrainKind::Slope,
+        TerrainKind::Sine,
+        TerrainKind::Rough,
+    ];
+
+    /// The name used in files and on the command line.
+    pub fn label(self) -> &'static str {
+        match self {
+            TerrainKind::Flat => "flat",
+            TerrainKind::Slope => "slope",
+            TerrainKind::Sine => "sine",
+            TerrainKind::Rough => "rough",
+        }
+    }
+
+    /// The kind named `text` (`terrain`'s allowed values otherwise).
+    pub fn parse(text: &str) -> Result<TerrainKind, ParamError> {
+        TerrainKind::ALL
+            .into_iter()
+            .find(|k| k.label() == text.trim())
+            .ok_or_else(|| ParamError::BadValue {
+                field: "terrain".into(),
+                value: text.to_string(),
+                expected: "one of flat, slope, sine, rough".into(),
+            })
+    }
+}
+
+/// Steepest slope the `slope` terrain takes (rad): beyond it the ground is a wall, which
+/// a penalty along the normal with c = cos(angle) → 0 cannot carry.
+pub const MAX_TERRAIN_ANGLE: f64 = 80.0 * std::f64::consts::PI / 180.0;
 
 /// Smallest node spacing of a leg relative to the robot's size: f64 carries ~16 digits,
 /// and an element's shape must keep at least 10 of them next to coordinates of that size.
@@ -271,6 +334,15 @@ pub const MIN_RELATIVE_SPACING: f64 = 1e-6;
 
 /// Names accepted for the per-leg list parameters.
 pub const LIST_PARAMS: &[&str] = &["actuated", "psi_init", "omega_legs", "axo_actuated"];
+
+/// Parameters that take a name from a fixed list (text in files and datasets).
+pub const CHOICE_PARAMS: &[&str] = &["terrain"];
+
+/// Whether `name` is a parameter written as text rather than one number: a per-leg list
+/// or a choice.
+pub fn is_text_param(name: &str) -> bool {
+    LIST_PARAMS.contains(&name) || CHOICE_PARAMS.contains(&name)
+}
 
 /// The per-leg lists that are masks (0/1 per leg, or a mask name).
 pub const MASK_PARAMS: &[&str] = &["actuated", "axo_actuated"];
@@ -327,6 +399,15 @@ impl Params {
                     });
                 }
             }
+        }
+        if self.terrain_angle.abs() > MAX_TERRAIN_ANGLE {
+            return Err(ParamError::OutOfRange {
+                field: "terrain_angle".into(),
+                value: self.terrain_angle,
+                allowed: "|terrain_angle| <= 80deg (1.396 rad): steeper ground is a wall the \
+                          normal penalty cannot carry"
+                    .into(),
+            });
         }
         self.check_derived()
     }
@@ -419,6 +500,10 @@ impl Params {
                 self.omega_legs = Some(parse_list(key, value)?);
                 Ok(())
             }
+            "terrain" => {
+                self.terrain = TerrainKind::parse(value)?;
+                Ok(())
+            }
             _ => {
                 if self.scalar(key).is_none() {
                     return Err(ParamError::UnknownKey(key.to_string()));
@@ -483,6 +568,16 @@ impl Params {
                         p.axo_actuated = Some(mask);
                     }
                 }
+                "terrain" => match v {
+                    toml::Value::String(s) => p.terrain = TerrainKind::parse(s)?,
+                    _ => {
+                        return Err(ParamError::BadValue {
+                            field: key.clone(),
+                            value: v.to_string(),
+                            expected: "one of \"flat\", \"slope\", \"sine\", \"rough\"".into(),
+                        })
+                    }
+                },
                 "psi_init" | "omega_legs" => {
                     let list = toml_number_list(key, v)?;
                     if key == "psi_init" {
@@ -622,7 +717,7 @@ mod tests {
         for s in SCALAR_PARAMS {
             assert!(p.scalar(s.name).is_some(), "{}", s.name);
         }
-        assert_eq!(SCALAR_PARAMS.len(), 30);
+        assert_eq!(SCALAR_PARAMS.len(), 39);
         let kernel = KernelParams::of(&p);
         for (name, value) in KernelParams::<f64>::NAMES.iter().zip(kernel.values()) {
             assert_eq!(p.scalar(name), Some(value), "{name}");

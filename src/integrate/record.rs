@@ -14,6 +14,7 @@
 
 use crate::model::axoneme::{self, CoupleMatrices};
 use crate::model::hermite::Dense;
+use crate::model::terrain::HARMONICS;
 use crate::model::Robot;
 use crate::params::KernelParams;
 
@@ -78,6 +79,14 @@ impl Context<'_> {
         }
     }
 
+    /// The terrain's harmonic m (0-based) as the coefficients (a, b) of sin(mθ) and
+    /// cos(mθ), θ = k·u: Aₘ sin(mθ + φₘ) = Aₘ cos φₘ·sin mθ + Aₘ sin φₘ·cos mθ.
+    fn harmonic(&self, m: usize) -> [f64; 2] {
+        let t = &self.robot.terrain;
+        let (s, c) = t.phase[m].sin_cos();
+        [t.amp[m] * c, t.amp[m] * s]
+    }
+
     /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv.
     fn inertia_share(&self) -> f64 {
         let p = &self.robot.p;
@@ -119,6 +128,44 @@ constants! {
     p_first_y = c.robot.body.p_points[0][1];
     p_second_x = c.robot.body.p_points[1][0];
     p_second_y = c.robot.body.p_points[1][1];
+    /// The terrain profile (docs/model.md (T1)): h_p(u) = s·u + Σₘ (aₘ sin mθ + bₘ cos mθ),
+    /// θ = k·u, u = y − y₀, blended in over 1/inv_blend. Flat ground is all zeros.
+    terrain_slope = c.robot.terrain.slope;
+    terrain_k = c.robot.terrain.k;
+    terrain_start = c.robot.terrain.start;
+    terrain_inv_blend = 1.0 / c.robot.terrain.blend;
+    terrain_a1 = c.harmonic(0)[0];
+    terrain_a2 = c.harmonic(1)[0];
+    terrain_a3 = c.harmonic(2)[0];
+    terrain_a4 = c.harmonic(3)[0];
+    terrain_a5 = c.harmonic(4)[0];
+    terrain_a6 = c.harmonic(5)[0];
+    terrain_a7 = c.harmonic(6)[0];
+    terrain_a8 = c.harmonic(7)[0];
+    terrain_b1 = c.harmonic(0)[1];
+    terrain_b2 = c.harmonic(1)[1];
+    terrain_b3 = c.harmonic(2)[1];
+    terrain_b4 = c.harmonic(3)[1];
+    terrain_b5 = c.harmonic(4)[1];
+    terrain_b6 = c.harmonic(5)[1];
+    terrain_b7 = c.harmonic(6)[1];
+    terrain_b8 = c.harmonic(7)[1];
+}
+
+impl<T: Copy> Derived<T> {
+    /// The terrain's harmonic coefficients (aₘ, bₘ), m = 1..8.
+    pub fn terrain_harmonics(&self) -> [[T; 2]; HARMONICS] {
+        [
+            [self.terrain_a1, self.terrain_b1],
+            [self.terrain_a2, self.terrain_b2],
+            [self.terrain_a3, self.terrain_b3],
+            [self.terrain_a4, self.terrain_b4],
+            [self.terrain_a5, self.terrain_b5],
+            [self.terrain_a6, self.terrain_b6],
+            [self.terrain_a7, self.terrain_b7],
+            [self.terrain_a8, self.terrain_b8],
+        ]
+    }
 }
 
 constants! {
@@ -225,5 +272,22 @@ impl InstanceRecord {
     /// Whether a leg of the instance has the internal couple.
     pub fn has_couple(&self) -> bool {
         self.matrices.couple.is_some()
+    }
+
+    /// Harmonics of the terrain in use: the highest m with aₘ or bₘ ≠ 0 (0 for flat
+    /// ground and for a slope).
+    pub fn terrain_harmonics(&self) -> usize {
+        let hs = self.derived.terrain_harmonics();
+        (0..HARMONICS)
+            .rev()
+            .find(|&m| hs[m] != [0.0, 0.0])
+            .map_or(0, |m| m + 1)
+    }
+
+    /// Whether the instance stands on anything but the paper's ground: a profile that is
+    /// not flat, or Coulomb friction at the tips. Without either the kick's contact is
+    /// the paper's (17) and skips the terrain and the friction's linearisation.
+    pub fn has_ground(&self) -> bool {
+        self.derived.terrain_slope != 0.0 || self.terrain_harmonics() > 0 || self.params.mu_c != 0.0
     }
 }

@@ -1,6 +1,7 @@
 //! Rigid U-shaped body: geometry docs/model.md (13)-(17) (the paper's (1a), (2)-(3), (37),
 //! (43)), equations (18) and terrain contact (19).
 
+use super::terrain::Profile;
 use crate::params::Params;
 
 /// Generalised load on the body: forces along x, y and the torque about its centre of mass.
@@ -84,39 +85,38 @@ impl BodyGeometry {
         ]
     }
 
-    /// Terrain penalty (19) at P_1 and P_2 (both ends, docs/model.md's choice over the paper's (44)).
-    pub fn contact(&self, body: &[f64], x_t: f64, epsilon: f64) -> BodyLoad {
-        let on = self.p_points.map(|off| Self::world(body, off)[0] >= x_t);
-        self.contact_in(body, x_t, epsilon, on)
-    }
-
-    /// The terrain penalty at the points that `on` switches on (a contact mode held by
-    /// an event-locating solver), whichever side of the terrain they are.
-    pub fn contact_in(&self, body: &[f64], x_t: f64, epsilon: f64, on: [bool; 2]) -> BodyLoad {
+    /// The terrain penalty ε·c·d·n (T3) at the points that `on` switches on (a contact
+    /// mode held by an event-locating solver), whichever side of the terrain they are;
+    /// no friction on the body.
+    pub fn contact_in(
+        &self,
+        body: &[f64],
+        terrain: &Profile,
+        x_t: f64,
+        epsilon: f64,
+        on: [bool; 2],
+    ) -> BodyLoad {
         let mut load = BodyLoad::default();
         for (off, on) in self.p_points.into_iter().zip(on) {
-            let w = Self::world(body, off);
             if on {
-                let f = epsilon * (x_t - w[0]);
-                load.fx += f;
-                // (r_P - r_C) x (f, 0) = -(y_P - Y_b) f
-                load.torque -= (w[1] - body[1]) * f;
+                let w = Self::world(body, off);
+                let f = terrain.frame(w[0], w[1], x_t).normal_force(epsilon);
+                load.fx += f[0];
+                load.fy += f[1];
+                // (r_P − r_C) × f
+                load.torque += (w[0] - body[0]) * f[1] - (w[1] - body[1]) * f[0];
             }
         }
         load
     }
 
-    /// Potential energy stored in the body's terrain penalty.
-    pub fn contact_energy(&self, body: &[f64], x_t: f64, epsilon: f64) -> f64 {
+    /// Energy stored in the body's terrain penalty (½ε c² d² at each point in contact).
+    pub fn contact_energy(&self, body: &[f64], terrain: &Profile, x_t: f64, epsilon: f64) -> f64 {
         self.p_points
             .iter()
             .map(|&off| {
-                let x = Self::world(body, off)[0];
-                if x >= x_t {
-                    0.5 * epsilon * (x - x_t).powi(2)
-                } else {
-                    0.0
-                }
+                let w = Self::world(body, off);
+                terrain.frame(w[0], w[1], x_t).energy(epsilon)
             })
             .sum()
     }

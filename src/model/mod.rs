@@ -8,7 +8,7 @@ pub mod contact;
 pub mod hermite;
 pub mod robot;
 pub mod springs;
+pub mod terrain;
 
 pub use body::{BodyGeometry, BodyLoad};
-pub use contact::ContactMode;
-pub use robot::{Energy, LegIndex, Powers, Robot};
+pub use robot::{ContactMode, Energy, LegIndex, Powers, Robot};

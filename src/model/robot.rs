@@ -6,10 +6,45 @@
 
 use super::axoneme::{self, couple_energy, couple_force};
 use super::body::{BodyGeometry, BodyLoad};
-use super::contact::ContactMode;
 use super::hermite::{assemble, Assembled, Dense};
 use super::springs::{spring_energy, spring_pass, springs, Spring};
+use super::terrain::Profile;
 use crate::params::{Params, MAX_LEGS, MAX_NODES};
+
+/// Which contact forces act: tip contact per leg, then the body points P₁, P₂
+/// (`model::contact` reads one off the state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContactMode {
+    pub tip: [bool; MAX_LEGS],
+    pub body: [bool; 2],
+}
+
+impl ContactMode {
+    /// No contact anywhere.
+    pub fn none() -> ContactMode {
+        ContactMode {
+            tip: [false; MAX_LEGS],
+            body: [false; 2],
+        }
+    }
+
+    /// Whether switching surface `k` (tips, then P₁, P₂) is in contact.
+    pub fn get(&self, robot: &Robot, k: usize) -> bool {
+        if k < robot.n_legs {
+            self.tip[k]
+        } else {
+            self.body[k - robot.n_legs]
+        }
+    }
+
+    pub fn set(&mut self, robot: &Robot, k: usize, on: bool) {
+        if k < robot.n_legs {
+            self.tip[k] = on;
+        } else {
+            self.body[k - robot.n_legs] = on;
+        }
+    }
+}
 
 /// Index helper for one leg's 4n unknowns.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +133,7 @@ pub struct LegInputs {
     /// Target rate ω_i and whether the servo acts.
     pub omega: f64,
     pub actuated: bool,
-    /// Whether the tip contact (17) acts (see [`ContactMode`]).
+    /// Whether the tip contact and friction act (see [`ContactMode`]).
     pub contact: bool,
 }
 
@@ -116,6 +151,8 @@ pub struct Robot {
     pub body: BodyGeometry,
     pub springs: Vec<Spring>,
     pub idx: LegIndex,
+    /// The terrain's profile h(y).
+    pub terrain: Profile,
 }
 
 impl Robot {
@@ -134,6 +171,7 @@ impl Robot {
             body: BodyGeometry::new(p),
             springs: springs(p.n_legs, p.alpha, p.beta, p.l_alpha, p.l_beta),
             idx: LegIndex { n: p.n_nodes },
+            terrain: Profile::new(p),
             fe,
             mass_inv,
             p: p.clone(),
@@ -170,6 +208,16 @@ impl Robot {
     pub fn tip(&self, q: &[f64], i: usize) -> [f64; 2] {
         let l = self.leg(q, i);
         [l[self.idx.a(self.idx.tip())], l[self.idx.c(self.idx.tip())]]
+    }
+
+    /// Contact point of switching surface `k`: the tip of leg k < N, else the body
+    /// point P_{k−N+1}.
+    pub fn contact_point(&self, q: &[f64], k: usize) -> [f64; 2] {
+        if k < self.n_legs {
+            self.tip(q, k)
+        } else {
+            BodyGeometry::world(self.body_of(q), self.body.p_points[k - self.n_legs])
+        }
     }
 
     /// Inextensibility residual V = qᵀGq − ℓ of one leg.
@@ -303,11 +351,15 @@ impl Robot {
             }
             power.couple = qa.iter().zip(v).map(|(a, b)| a * b).sum::<f64>().abs();
         }
-        // Tip contact (17), while the contact mode says so.
-        let tip_x = q[ix.a(ix.tip())];
+        // Tip contact while the contact mode says so (T3, T4): the normal penalty
+        // ε·c·d·n and the tangential friction F_T·t.
         if inp.contact {
-            f[ix.a(ix.tip())] += p.epsilon * (p.x_t - tip_x);
-            f[ix.c(ix.tip())] -= p.nu * v[ix.c(ix.tip())];
+            let (ta, tc) = (ix.a(ix.tip()), ix.c(ix.tip()));
+            let frame = self.terrain.frame(q[ta], q[tc], p.x_t);
+            let f_n = frame.normal_force(p.epsilon);
+            let f_t = frame.friction(p, [v[ta], v[tc]]);
+            f[ta] += f_n[0] + f_t * frame.tangent[0];
+            f[tc] += f_n[1] + f_t * frame.tangent[1];
         }
         // (ρM + λJJᵀ) a = f: z = A⁻¹f, w = A⁻¹J, a = z − w λ(Jᵀz)/(1 + λJᵀw).
         for c in 0..2 {
@@ -336,7 +388,10 @@ impl Robot {
     ) -> [f64; 3] {
         let p = &self.p;
         let mut load = springs;
-        load.add(self.body.contact_in(body_q, p.x_t, p.epsilon, contact));
+        load.add(
+            self.body
+                .contact_in(body_q, &self.terrain, p.x_t, p.epsilon, contact),
+        );
         let fx = p.body_mass * p.g - p.zeta * body_v[0] + load.fx;
         let fy = -p.zeta * body_v[1] + load.fy;
         let tq = -p.zeta * p.leg_length * p.leg_length * body_v[2] + load.torque;
@@ -411,10 +466,8 @@ impl Robot {
                     .zip(&lq[..m])
                     .map(|(a, b)| a * b)
                     .sum::<f64>();
-            let tip = lq[self.idx.a(self.idx.tip())];
-            if tip >= p.x_t {
-                e.contact += 0.5 * p.epsilon * (tip - p.x_t).powi(2);
-            }
+            let tip = self.tip(q, i);
+            e.contact += self.terrain.frame(tip[0], tip[1], p.x_t).energy(p.epsilon);
             let vr = self.constraint(lq);
             let mut vdot = 0.0;
             for c in 0..2 {
@@ -428,7 +481,9 @@ impl Robot {
         e.kinetic += 0.5 * p.body_mass * (bv[0] * bv[0] + bv[1] * bv[1])
             + 0.5 * self.body.inertia * bv[2] * bv[2];
         e.gravity -= p.body_mass * p.g * bq[0];
-        e.contact += self.body.contact_energy(bq, p.x_t, p.epsilon);
+        e.contact += self
+            .body
+            .contact_energy(bq, &self.terrain, p.x_t, p.epsilon);
         let bases: Vec<[f64; 2]> = (0..self.n_legs).map(|i| self.base(q, i)).collect();
         e.springs = spring_energy(&self.springs, &self.body, &bases, bq);
         e

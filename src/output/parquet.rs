@@ -463,7 +463,7 @@ pub fn timeseries_batch(samples: &[Sample], n_legs: usize) -> Result<RecordBatch
 
 /// Append the parameter columns (every scalar typed, the per-leg lists as list
 /// columns: `actuated` and `axo_actuated` booleans, `psi_init` and `omega_legs` numbers, null when not
-/// given) for `rows`.
+/// given; the choices as text) for `rows`.
 pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
     for spec in SCALAR_PARAMS {
         let vals: Vec<f64> = rows
@@ -502,6 +502,10 @@ pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
         rows.iter().map(|p| p.omega_legs.clone()).collect(),
     );
     t.bool_list("axo_actuated", rows.iter().map(|p| p.axo_mask()).collect());
+    t.string(
+        "terrain",
+        rows.iter().map(|p| p.terrain.label().to_string()).collect(),
+    );
 }
 
 /// Append every metric column for `rows`.

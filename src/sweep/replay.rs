@@ -7,7 +7,7 @@
 //! pictures, animation) without copying its parameters by hand.
 
 use crate::metrics::{Metrics, METRIC_COLUMNS};
-use crate::params::{Params, LIST_PARAMS, SCALAR_PARAMS};
+use crate::params::{Params, CHOICE_PARAMS, LIST_PARAMS, SCALAR_PARAMS};
 use crate::simulate::{Backend, RunConfig};
 use crate::sweep::dataset::{Column, Dataset, META_ADAPTER, META_SWEEP};
 use crate::sweep::{SweepError, SweepSpec};
@@ -116,6 +116,10 @@ pub fn row_params(ds: &Dataset, row: usize) -> Result<Params, SweepError> {
         if name == "actuated" || !value.is_empty() {
             p.set_text(name, value).map_err(|e| param_err(name, e))?;
         }
+    }
+    for &name in CHOICE_PARAMS {
+        p.set_text(name, text(ds, name, row)?)
+            .map_err(|e| param_err(name, e))?;
     }
     Ok(p)
 }

@@ -30,7 +30,10 @@
 use std::path::Path;
 
 use crate::error::ParamError;
-use crate::params::{parse_number, spec, Params, LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
+use crate::params::{
+    is_text_param, parse_number, spec, Params, CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS,
+    SCALAR_PARAMS,
+};
 use crate::simulate::{ConfigError, RunConfig};
 use crate::sweep::rng::SplitMix64;
 use crate::sweep::SweepError;
@@ -370,6 +373,7 @@ fn param_names() -> String {
         .iter()
         .map(|s| s.name)
         .chain(LIST_PARAMS.iter().copied())
+        .chain(CHOICE_PARAMS.iter().copied())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -495,7 +499,7 @@ fn read_base(
         ));
     }
     for k in base.keys() {
-        if spec(k).is_none() && !LIST_PARAMS.contains(&k.as_str()) {
+        if spec(k).is_none() && !is_text_param(k) {
             return Err(cx.err(
                 format!("base.{k}"),
                 format!("unknown parameter; known are {}", param_names()),
@@ -687,7 +691,7 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         None => return Err(cx.err(at("param"), "missing: every axis names its parameter")),
     };
     let scalar = spec(&param);
-    if scalar.is_none() && !LIST_PARAMS.contains(&param.as_str()) {
+    if scalar.is_none() && !is_text_param(&param) {
         return Err(cx.err(
             at("param"),
             format!("unknown parameter `{param}`; known are {}", param_names()),
@@ -793,6 +797,8 @@ fn listed_values(
         if !ok {
             let expected = if scalar {
                 "a number (angles may be written \"90deg\")"
+            } else if CHOICE_PARAMS.contains(&param) {
+                "a name (for terrain: \"flat\", \"slope\", \"sine\", \"rough\")"
             } else if MASK_PARAMS.contains(&param) {
                 "a mask name (\"all\", \"none\", \"first\", \"every_other\") or a list of 0/1"
             } else {

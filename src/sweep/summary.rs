@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use crate::error::OutputError;
 use crate::metrics::Class;
 use crate::output::parquet::TableBuilder;
-use crate::params::{LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
+use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
 use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
 
@@ -144,7 +144,8 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
                 .iter()
                 .filter(|&&l| l != "psi_init")
                 .map(|&l| (l, list_unit(l))),
-        );
+        )
+        .chain(CHOICE_PARAMS.iter().map(|&c| (c, "")));
     for (name, unit) in params {
         match ds.column(name) {
             Some(Column::Num(v)) if integer(name) => {

@@ -220,10 +220,60 @@ fn world<const W: usize>(body: [L<W>; 3], sc: [L<W>; 2], off: [L<W>; 2]) -> [L<W
     ]
 }
 
+/// The terrain at a contact point of every lane (docs/model.md (T1)–(T3);
+/// `model::terrain::Profile::frame`): the normal force's factor ε·c² (times the block's
+/// `scale`), the height h and the slope σ = h′. The m-th harmonic comes from the first by
+/// angle addition (one sincos per point); on flat ground h = σ = 0 exactly.
+#[derive(Clone, Copy)]
+struct Ground<const W: usize> {
+    h: L<W>,
+    sigma: L<W>,
+}
+
+#[inline(always)]
+fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Ground<W> {
+    if !m.ground.terrain {
+        return Ground {
+            h: L::zero(),
+            sigma: L::zero(),
+        };
+    }
+    let d = &m.d;
+    let u = y - d.terrain_start;
+    let w = (u * d.terrain_inv_blend).map(|x| x.clamp(0.0, 1.0));
+    let blend = w * w * (L::splat(3.0) - w * 2.0);
+    let blend_slope = w * (L::splat(1.0) - w) * d.terrain_inv_blend * 6.0;
+    let mut hp = d.terrain_slope * u;
+    let mut dh = L::zero();
+    if m.ground.harmonics > 0 {
+        let theta = d.terrain_k * u;
+        let (s1, c1) = (theta.map(f64::sin), theta.map(f64::cos));
+        let (mut sm, mut cm) = (s1, c1);
+        for (k, [a, b]) in d
+            .terrain_harmonics()
+            .into_iter()
+            .take(m.ground.harmonics)
+            .enumerate()
+        {
+            hp = a.mul_add::<F>(sm, b.mul_add::<F>(cm, hp));
+            dh = (a * cm - b * sm).mul_add::<F>(L::splat((k + 1) as f64), dh);
+            (sm, cm) = (
+                sm.mul_add::<F>(c1, cm * s1),
+                cm.mul_add::<F>(c1, -(sm * s1)),
+            );
+        }
+    }
+    let dhp = d.terrain_k.mul_add::<F>(dh, d.terrain_slope);
+    Ground {
+        h: blend * hp,
+        sigma: blend_slope.mul_add::<F>(hp, blend * dhp),
+    }
+}
+
 /// Springs at the midpoint: force on every leg base (into `base_force`) and the
 /// load (F_x, F_y, torque) on the body, contact of P_1, P_2 included.
 #[inline(always)]
-fn body_and_springs<const W: usize, const NN: usize>(
+fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     q: &[L<W>],
     base_force: &mut [[L<W>; 2]],
@@ -300,12 +350,25 @@ fn body_and_springs<const W: usize, const NN: usize>(
             &mut load,
         );
     }
-    // Body–terrain penalty at P_1, P_2 while at or beyond the terrain.
+    // Body–terrain penalty ε·c·d·n at P_1, P_2 while at or beyond the terrain (d ≥ 0):
+    // ε·c²·(X_t − x − h)·(1, σ). On flat ground c = 1, h = σ = 0.
     for off in m.p_points {
         let w = world(body, sc, off);
-        let f = w[0].ge_mask(m.p.x_t) * m.p.epsilon * (m.p.x_t - w[0]);
-        load[0] += f;
-        load[2] -= (w[1] - body[1]) * f;
+        let g = ground_at::<W, F>(m, w[1]);
+        let out = m.p.x_t - w[0] - g.h;
+        let contact = L::zero().ge_mask(out);
+        if m.ground.terrain {
+            let c2 = L::splat(1.0) / g.sigma.mul_add::<F>(g.sigma, L::splat(1.0));
+            let fx = contact * m.p.epsilon * c2 * out;
+            let fy = fx * g.sigma;
+            load[0] += fx;
+            load[1] += fy;
+            load[2] += (w[0] - body[0]) * fy - (w[1] - body[1]) * fx;
+        } else {
+            let f = contact * m.p.epsilon * out;
+            load[0] += f;
+            load[2] -= (w[1] - body[1]) * f;
+        }
     }
     load
 }
@@ -352,6 +415,62 @@ fn couple_force<const W: usize, const F: bool>(
             s.qa[i] = c.mul_add::<F>(cy, sn * sy);
             s.qa[mm + i] = -c.mul_add::<F>(cx, sn * sx);
         }
+    }
+}
+
+/// The tip's contact in the kick (docs/model.md (T3)–(T4)): the explicit impulse h·F on
+/// (a_n, c_n), the friction's Woodbury column scale and its direction t.
+struct TipContact<const W: usize> {
+    impulse: [L<W>; 2],
+    s_friction: L<W>,
+    tangent: [L<W>; 2],
+}
+
+/// The normal penalty ε·c·d·n explicit; the tangential force F_T(v_t) linearised about
+/// the kick's incoming v_t, its damping D = ν + μ_C F_N sech²(v_t/v_C)/v_C implicit
+/// (the Woodbury column √(hD)·t), the rest, F_T(v_t) + D·v_t = μ_C F_N (sech²·v_t/v_C −
+/// tanh), explicit. Out of contact (d < 0) every part is zero. On flat ground without
+/// Coulomb friction this is the paper's (17) to the bit: c = 1, t = (0, 1), D = ν.
+#[inline(always)]
+fn tip_contact<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    tip: [L<W>; 2],
+    tip_v: [L<W>; 2],
+) -> TipContact<W> {
+    let g = ground_at::<W, F>(m, tip[1]);
+    let out = m.p.x_t - tip[0] - g.h;
+    let contact = L::zero().ge_mask(out);
+    let hc = m.d.h * contact;
+    if !(m.ground.terrain || m.ground.coulomb) {
+        return TipContact {
+            impulse: [hc * m.p.epsilon * out, L::zero()],
+            s_friction: m.d.s_friction * contact,
+            tangent: [L::zero(), L::splat(1.0)],
+        };
+    }
+    let c2 = L::splat(1.0) / g.sigma.mul_add::<F>(g.sigma, L::splat(1.0));
+    let c = c2.sqrt();
+    let tangent = [-(g.sigma * c), c];
+    // h·F_N·n = h·ε·c²·(X_t − x − h)·(1, σ).
+    let fx = hc * m.p.epsilon * c2 * out;
+    let mut impulse = [fx, fx * g.sigma];
+    let mut hd = m.d.h * m.p.nu;
+    if m.ground.coulomb {
+        let f_n = contact * m.p.epsilon * c * -out;
+        let vt = tangent[0].mul_add::<F>(tip_v[0], tangent[1] * tip_v[1]);
+        let x = vt / m.p.v_c;
+        let th = x.map(f64::tanh);
+        let sech2 = L::splat(1.0) - th * th;
+        let mu_fn = m.p.mu_c * f_n;
+        let rest = hc * mu_fn * (sech2 * x - th);
+        impulse[0] = rest.mul_add::<F>(tangent[0], impulse[0]);
+        impulse[1] = rest.mul_add::<F>(tangent[1], impulse[1]);
+        hd += m.d.h * mu_fn * sech2 / m.p.v_c;
+    }
+    TipContact {
+        impulse,
+        s_friction: hd.sqrt() * contact,
+        tangent,
     }
 }
 
@@ -414,8 +533,11 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let h_servo = m.d.h * k_p * m.legs[leg].omega;
     r[ib] -= h_servo * gb;
     r[id] -= h_servo * gd;
-    let contact = q[itip].ge_mask(m.p.x_t);
-    r[itip] += m.d.h * contact * m.p.epsilon * (m.p.x_t - q[itip]);
+    let tip = tip_contact::<W, F>(m, [q[itip], q[ictip]], [v[itip], v[ictip]]);
+    r[itip] += tip.impulse[0];
+    if m.ground.terrain || m.ground.coulomb {
+        r[ictip] += tip.impulse[1];
+    }
     if m.couple.is_some() {
         for (rk, qk) in r.iter_mut().zip(&s.qa[..l]) {
             *rk = m.d.h.mul_add::<F>(*qk, *rk);
@@ -453,32 +575,40 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         }
     }
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
-    let (s1, s2, s3) = (
-        m.d.s_constraint,
-        m.legs[leg].s_servo,
-        m.d.s_friction * contact,
-    );
+    // The friction column lies along the tip's tangent t = (tx, ty): P⁻¹ is block
+    // diagonal with equal blocks, so P⁻¹u₃ is column n − 1 of P⁻¹ in each component.
+    let (s1, s2, s3) = (m.d.s_constraint, m.legs[leg].s_servo, tip.s_friction);
+    let [tx, ty] = tip.tangent;
     let pi = |a: usize, b: usize| m.p_inv[a * mm + b];
     let (p_bb, p_bt, p_tt) = (pi(n, n), pi(n, n - 1), pi(n - 1, n - 1));
     let jw = dot::<W, F>(gq, w) * 2.0;
     let jz = dot::<W, F>(gq, z) * 2.0;
     let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
     let c12 = s1 * s2 * (gb * w[ib] + gd * w[id]);
-    let c13 = s1 * s3 * w[ictip];
+    let c13 = s1 * s3 * tx.mul_add::<F>(w[itip], ty * w[ictip]);
     let c22 = (s2 * s2 * (gb * gb + gd * gd)).mul_add::<F>(p_bb, L::splat(1.0));
-    let c23 = s2 * s3 * gd * p_bt;
+    let c23 = s2 * s3 * gb.mul_add::<F>(tx, gd * ty) * p_bt;
     let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
-    let rhs = [s1 * jz, s2 * (gb * z[ib] + gd * z[id]), s3 * z[ictip]];
+    let rhs = [
+        s1 * jz,
+        s2 * (gb * z[ib] + gd * z[id]),
+        s3 * tx.mul_add::<F>(z[itip], ty * z[ictip]),
+    ];
     let c = Ldlt3::new([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]]);
     let y = c.solve(rhs);
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
-    let (a2b, a2d) = (a2 * gb, a2 * gd);
+    let (a2b, a2d, a3x, a3y) = (a2 * gb, a2 * gd, a3 * tx, a3 * ty);
+    // On flat ground tx = 0 in every lane: its terms are exact zeros, skipped.
+    let sloped = m.ground.terrain;
     for i in 0..mm {
         let (pb, pt) = (pi(i, n), pi(i, n - 1));
         v[i] = z[i] - a1 * w[i] - a2b * pb;
-        v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3 * pt;
+        if sloped {
+            v[i] -= a3x * pt;
+        }
+        v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3y * pt;
     }
     // Touchdown correction (docs/integrators.md, "Touchdown"), in two parts sharing the
     // direction D = P⁻¹U·C⁻¹e₁ = s₁·S⁻¹J (the kick's own response to its penalty):
@@ -496,11 +626,15 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * vgv));
     let dq = m.d.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
     let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
-    let (d2b, d2d) = (d2 * gb, d2 * gd);
+    let (d2b, d2d, d3x, d3y) = (d2 * gb, d2 * gd, d3 * tx, d3 * ty);
     for i in 0..mm {
         let (pb, pt) = (pi(i, n), pi(i, n - 1));
-        let dx = d1.mul_add::<F>(w[i], d2b * pb);
-        let dy = d1.mul_add::<F>(w[mm + i], d2d.mul_add::<F>(pb, d3 * pt));
+        let dx = if sloped {
+            d1.mul_add::<F>(w[i], d2b.mul_add::<F>(pb, d3x * pt))
+        } else {
+            d1.mul_add::<F>(w[i], d2b * pb)
+        };
+        let dy = d1.mul_add::<F>(w[mm + i], d2d.mul_add::<F>(pb, d3y * pt));
         v[i] = dv.mul_add::<F>(dx, v[i]);
         v[mm + i] = dv.mul_add::<F>(dy, v[mm + i]);
         q[i] = dq.mul_add::<F>(dx, q[i]);
@@ -572,7 +706,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
         s.axo_phase = [arg.map(f64::cos), arg.map(f64::sin)];
     }
     let mut base_force = std::mem::take(&mut s.base_force);
-    let load = body_and_springs::<W, NN>(m, &st.q, &mut base_force);
+    let load = body_and_springs::<W, F, NN>(m, &st.q, &mut base_force);
     let l = 4 * nodes::<W, NN>(m);
     let (mut power, mut power_axo) = (L::zero(), L::zero());
     for (i, &bf) in base_force.iter().enumerate() {

@@ -73,6 +73,20 @@ pub struct BlockModel<const W: usize> {
     /// The internal couple's B_c, B_s where a lane has a couple (lanes without it hold
     /// zeros and add exact zeros); `None` where no lane has one, and the kick skips it.
     pub couple: Option<[Banded<W>; 2]>,
+    /// What the block's contact needs beyond the paper's flat line; lanes on flat
+    /// ground hold zeros there and add exact zeros.
+    pub ground: Ground,
+}
+
+/// Which parts of the general contact (docs/model.md (T1)–(T4)) a block evaluates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ground {
+    /// A lane's terrain is not flat: heights, slopes and tangents are evaluated.
+    pub terrain: bool,
+    /// Harmonics of the profile in use (the largest over the lanes; 0: none).
+    pub harmonics: usize,
+    /// A lane has Coulomb friction at the tips (μ_C > 0).
+    pub coulomb: bool,
 }
 
 impl<const W: usize> BlockModel<W> {
@@ -107,8 +121,16 @@ impl<const W: usize> BlockModel<W> {
             }
             [Banded::new(&cos, n_nodes), Banded::new(&sin, n_nodes)]
         });
+        let ground = Ground {
+            terrain: r
+                .iter()
+                .any(|x| x.derived.terrain_slope != 0.0 || x.terrain_harmonics() > 0),
+            harmonics: r.iter().map(|x| x.terrain_harmonics()).max().unwrap_or(0),
+            coulomb: r.iter().any(|x| x.params.mu_c != 0.0),
+        };
         BlockModel {
             couple,
+            ground,
             n_legs,
             n_nodes,
             bending: Banded::new(&r.map(|x| &x.matrices.bending), n_nodes),
