@@ -79,6 +79,19 @@ type Chart<'a, 'b> = ChartContext<
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
+/// The terrain's surface over `y_span` in screen coordinates (y, −x): a straight line
+/// on flat ground, else 800 points (a profile's shortest wavelength, λ/8, spans many).
+fn ground_line(robot: &Robot, y_span: (f64, f64)) -> Vec<(f64, f64)> {
+    let at = |y: f64| (y, robot.terrain.height(y).h - robot.p.x_t);
+    if robot.terrain.is_flat() {
+        return vec![at(y_span.0), at(y_span.1)];
+    }
+    let n = 800;
+    (0..=n)
+        .map(|k| at(y_span.0 + (y_span.1 - y_span.0) * k as f64 / n as f64))
+        .collect()
+}
+
 /// Terrain (over `y_span`), body outline, springs and legs (from the Hermite
 /// interpolation, tips dotted) of the robot in configuration `q`.
 fn draw_robot(
@@ -90,11 +103,22 @@ fn draw_robot(
 ) -> Result<(), OutputError> {
     let p = &robot.p;
     let to = screen;
+    // The ground x = X_t − h(y), shaded below (screen: up is −x).
+    let ground = ground_line(robot, y_span);
+    let depth = ground.iter().map(|g| g.1).fold(f64::INFINITY, f64::min) - 10.0;
+    let soil: Vec<(f64, f64)> = ground
+        .iter()
+        .copied()
+        .chain([(y_span.1, depth), (y_span.0, depth)])
+        .collect();
     chart
-        .draw_series(LineSeries::new(
-            [(y_span.0, -p.x_t), (y_span.1, -p.x_t)],
-            BLACK.stroke_width(2),
-        ))
+        .draw_series(std::iter::once(Polygon::new(
+            soil,
+            RGBColor(225, 215, 195).filled(),
+        )))
+        .map_err(|e| plot_err(path, e))?;
+    chart
+        .draw_series(LineSeries::new(ground, BLACK.stroke_width(2)))
         .map_err(|e| plot_err(path, e))?;
     let body = &q[robot.n_legs * robot.leg_dofs..];
     let outline: Vec<(f64, f64)> = body_outline(robot)
@@ -254,15 +278,18 @@ pub(crate) fn draw_frame(
             ))
             .map_err(|e| plot_err(path, e))?;
     }
-    // The y axis keeps absolute positions, so the walk shows from one picture to the next.
+    // The y axis keeps absolute positions, so the walk shows from one picture to the next;
+    // the x axis follows the ground's height under the body, so a robot that climbs stays
+    // in the picture (on flat ground it does not move).
     let half = view.half;
     let (ymin, ymax) = (s.body[1] - half, s.body[1] + half);
+    let rise = robot.terrain.height(s.body[1]).h;
     let mut chart = ChartBuilder::on(&picture)
         .caption(format!("t = {:.2} s", s.t), ("sans-serif", 22))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(45)
-        .build_cartesian_2d(ymin..ymax, -view.x_lo..-view.x_hi)
+        .build_cartesian_2d(ymin..ymax, rise - view.x_lo..rise - view.x_hi)
         .map_err(|e| plot_err(path, e))?;
     chart
         .configure_mesh()

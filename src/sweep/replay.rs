@@ -117,9 +117,13 @@ pub fn row_params(ds: &Dataset, row: usize) -> Result<Params, SweepError> {
             p.set_text(name, value).map_err(|e| param_err(name, e))?;
         }
     }
+    // A dataset written before a choice existed has no column for it: its rows ran on
+    // the choice's default (flat ground).
     for &name in CHOICE_PARAMS {
-        p.set_text(name, text(ds, name, row)?)
-            .map_err(|e| param_err(name, e))?;
+        if ds.column(name).is_some() {
+            p.set_text(name, text(ds, name, row)?)
+                .map_err(|e| param_err(name, e))?;
+        }
     }
     Ok(p)
 }
