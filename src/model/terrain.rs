@@ -63,11 +63,10 @@ impl Profile {
                     .map(|m| 1.0 / (2.0 * (m * m) as f64))
                     .sum::<f64>()
                     .sqrt();
-                let phases = rough_phases(p.terrain_seed as u64);
-                for m in 0..HARMONICS {
-                    profile.amp[m] = p.terrain_height / ((m + 1) as f64 * norm);
-                    profile.phase[m] = phases[m];
+                for (m, amp) in profile.amp.iter_mut().enumerate() {
+                    *amp = p.terrain_height / ((m + 1) as f64 * norm);
                 }
+                profile.phase = rough_phases(p.terrain_seed as u64);
             }
         }
         profile

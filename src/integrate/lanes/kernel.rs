@@ -247,7 +247,7 @@ fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Groun
     let mut dh = L::zero();
     if m.ground.harmonics > 0 {
         let theta = d.terrain_k * u;
-        let (s1, c1) = (theta.map(f64::sin), theta.map(f64::cos));
+        let (s1, c1) = super::trig::sin_cos::<W, F>(theta);
         let (mut sm, mut cm) = (s1, c1);
         for (k, [a, b]) in d
             .terrain_harmonics()

@@ -12,6 +12,7 @@ pub mod isa;
 pub mod kernel;
 pub mod model;
 pub mod simd;
+pub mod trig;
 
 pub use driver::{run_block, LaneEnd, LaneJob, LaneSink};
 pub use isa::Isa;
