@@ -11,7 +11,7 @@ const INV_LN2: real = 1.44269504088896338700;
 
 // tanh x, arithmetic only (math.wgsl says why): tanh|x| = −e/(e + 2), e = e^{−2|x|} − 1,
 // with e^r − 1 = 2^k(e^s − 1) + (2^k − 1), r = k ln 2 + s, |s| ≤ ln 2/2, and e^s − 1 by
-// Taylor to s¹⁴ (truncation < 3e-19 relative): exact cancellation-free near 0, where
+// Taylor to s¹⁴ (truncation < 3e-19 relative): free of cancellation near 0, where
 // k = 0. Beyond |x| = 20, tanh x is ±1 to f64's precision. 2^k, k ∈ [−58, 0], is a
 // product of exact powers of two chosen by k's bits.
 fn tanh_real(x: real) -> real {
