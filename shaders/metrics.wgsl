@@ -2,8 +2,9 @@
 // entry point after the sample barrier, where it folds output sample k into this leg's
 // running sums (the `t_*` registers of src/gpu/tally.rs). CPU twin:
 // `MetricsAccumulator::push` in src/metrics.rs. Defined before it: k, leg, ri,
-// window_first, tangent (this leg's unit basal tangent), next (the next leg's), tip_x,
-// constraint (qᵀGq − ℓ of this leg), y_body, work_sum (Σ over legs) and kura
+// window_first, tangent (this leg's unit basal tangent), next (the next leg's), tip_x
+// (the tip's x, plus the terrain's height h(y) there in the ground kernel: in contact at
+// tip_x ≥ X_t), constraint (qᵀGq − ℓ of this leg), y_body, work_sum (Σ over legs) and kura
 // (Σ over legs of e^{iφ} = (t_x, −t_y)). Angles are never formed except the
 // per-sample phase increment, which `angle_of` computes from unit vectors.
 if k == 0u {

@@ -150,7 +150,10 @@ impl Leg {
 /// The kick of one leg at the midpoint (q, v in registers, spring force `fb`): writes
 /// the new velocity into v_* and adds the actuation work to t_work. CPU: `kick_leg`.
 /// Compensated: the step-end shift is left in `sh_*` for [`second_drift_compensated`].
-fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
+/// `ground`: the tip's contact on the terrain with Coulomb friction ([`tip_contact`]),
+/// whose friction column lies along the tangent t (X-block terms where flat ground has
+/// none); without it the paper's flat, viscous tip.
+fn kick(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
     let (n, m, l) = (leg.n, leg.m(), leg.l());
     let mats = leg.mats;
     let (ib, id, tip) = (n, 3 * n, n - 1);
@@ -175,7 +178,11 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
     c.line("let r2 = b1 * b1 + d1 * d1;");
     c.line("let gb = -d1 / r2;");
     c.line("let gd = b1 / r2;");
-    c.line(format!("let contact = q_{tip} >= p_x_t;"));
+    if ground {
+        tip_contact(c, leg, arith);
+    } else {
+        c.line(format!("let contact = q_{tip} >= p_x_t;"));
+    }
     if couple {
         couple_force(c, leg);
     }
@@ -197,8 +204,13 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
         if i == id {
             f += " - lg_k_p * lg_omega * gd";
         }
-        if i == tip {
-            f += &format!(" + select(0.0, p_epsilon * (p_x_t - q_{tip}), contact)");
+        match (i, ground) {
+            (_, false) if i == tip => {
+                f += &format!(" + select(0.0, p_epsilon * (p_x_t - q_{tip}), contact)");
+            }
+            (_, true) if i == tip => f += " + tip_fx + tip_rest * tip_tx",
+            (_, true) if i == cn => f += " + tip_fx * tip_g.y + tip_rest * tip_ty",
+            _ => {}
         }
         if couple {
             f += &format!(" + qa_{i}");
@@ -210,10 +222,20 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
         c.line(format!("let r_{i} = p_lambda * j_{i} * jv + h * f_{i};"));
     }
     c.line("// Woodbury, three columns: u₁ = s₁J; u₂ = s₂(gb e_b1 + gd e_d1) (servo);");
-    c.line("// u₃ = s₃ e_cn (tip friction); s₂, s₃ = 0 while inactive.");
+    if ground {
+        c.line("// u₃ = s₃(tx e_an + ty e_cn) (tip friction along t); s₂, s₃ = 0 while inactive.");
+    } else {
+        c.line("// u₃ = s₃ e_cn (tip friction); s₂, s₃ = 0 while inactive.");
+    }
     c.line("let s1 = p_s_constraint;");
     c.line("let s2 = lg_s_servo;");
-    c.line("let s3 = select(0.0, p_s_friction, contact);");
+    if ground {
+        c.line("let s3 = select(0.0, sqrt(tip_hd), contact);");
+        c.line("let u3x = s3 * tip_tx;");
+        c.line("let u3y = s3 * tip_ty;");
+    } else {
+        c.line("let s3 = select(0.0, p_s_friction, contact);");
+    }
     c.line("let u2b = s2 * gb;");
     c.line("let u2d = s2 * gd;");
     for i in 0..l {
@@ -224,12 +246,25 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
     let p = |r: usize, col: usize| leg.mat(mats.p_inv(), r, col);
     c.line(format!("let c11 = {} + 1.0;", leg.dot("u1", "w", 0..l)));
     c.line(format!("let c21 = u2b * w_{ib} + u2d * w_{id};"));
-    c.line(format!("let c31 = s3 * w_{cn};"));
+    if ground {
+        c.line(format!(
+            "let c31 = s3 * (tip_tx * w_{tip} + tip_ty * w_{cn});"
+        ));
+    } else {
+        c.line(format!("let c31 = s3 * w_{cn};"));
+    }
     c.line(format!(
         "let c22 = u2b * {pnn} * u2b + u2d * {pnn} * u2d + 1.0;",
         pnn = p(n, n)
     ));
-    c.line(format!("let c32 = s3 * {} * u2d;", p(n - 1, n)));
+    if ground {
+        c.line(format!(
+            "let c32 = s3 * {} * (u2b * tip_tx + u2d * tip_ty);",
+            p(n - 1, n)
+        ));
+    } else {
+        c.line(format!("let c32 = s3 * {} * u2d;", p(n - 1, n)));
+    }
     c.line(format!("let c33 = s3 * {} * s3 + 1.0;", p(n - 1, n - 1)));
     c.line("// Uᵀ P⁻¹ r = Uᵀ(a·v + P⁻¹r').");
     c.line(format!(
@@ -241,10 +276,18 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
         leg.p_row(n, "r", 0),
         leg.p_row(n, "r", m)
     ));
-    c.line(format!(
-        "let y3r = s3 * (p_inertia_share * v_{cn} + {});",
-        leg.p_row(n - 1, "r", m)
-    ));
+    if ground {
+        c.line(format!(
+            "let y3r = s3 * (tip_tx * (p_inertia_share * v_{tip} + {}) + tip_ty * (p_inertia_share * v_{cn} + {}));",
+            leg.p_row(n - 1, "r", 0),
+            leg.p_row(n - 1, "r", m)
+        ));
+    } else {
+        c.line(format!(
+            "let y3r = s3 * (p_inertia_share * v_{cn} + {});",
+            leg.p_row(n - 1, "r", m)
+        ));
+    }
     c.line("// C y = Uᵀ P⁻¹ r by LDLᵀ (C is SPD: I plus a Gram matrix).");
     c.line("let l21 = c21 / c11;");
     c.line("let l31 = c31 / c11;");
@@ -261,8 +304,11 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
         if i == id {
             x += " - y2 * u2d";
         }
+        if ground && i == tip {
+            x += " - y3 * u3x";
+        }
         if i == cn {
-            x += " - y3 * s3";
+            x += if ground { " - y3 * u3y" } else { " - y3 * s3" };
         }
         c.line(format!("let x_{i} = {x};"));
     }
@@ -284,16 +330,26 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
     c.line("let dq_scale = p_half_h2 * s_new * s1 / (1.0 - e1);");
     c.line("let dd2b = e2 * u2b;");
     c.line("let dd2d = e2 * u2d;");
-    c.line("let dd3 = e3 * s3;");
+    if ground {
+        c.line("let dd3x = e3 * u3x;");
+        c.line("let dd3y = e3 * u3y;");
+    } else {
+        c.line("let dd3 = e3 * s3;");
+    }
     for i in 0..l {
-        let d = if i < m {
-            format!("e1 * w_{i} + dd2b * {}", p(i, n))
-        } else {
-            format!(
+        let d = match (i < m, ground) {
+            (true, false) => format!("e1 * w_{i} + dd2b * {}", p(i, n)),
+            (true, true) => format!("e1 * w_{i} + dd2b * {} + dd3x * {}", p(i, n), p(i, n - 1)),
+            (false, false) => format!(
                 "e1 * w_{i} + dd2d * {} + dd3 * {}",
                 p(i - m, n),
                 p(i - m, n - 1)
-            )
+            ),
+            (false, true) => format!(
+                "e1 * w_{i} + dd2d * {} + dd3y * {}",
+                p(i - m, n),
+                p(i - m, n - 1)
+            ),
         };
         c.line(format!("let dd_{i} = {d};"));
         c.line(format!("v_{i} += dv_scale * dd_{i};"));
@@ -311,6 +367,107 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, arith: Arith) {
             leg.dot("qa", "v", 0..l)
         ));
     }
+}
+
+/// u = y − y₀ of the tip (node n's c unknown) for `ground_at`, with the low word of the
+/// compensated kernel's pair (y grows along the walk: its f32 rounding alone would
+/// move the profile). `start` is how the code at hand reads y₀.
+fn tip_u(leg: Leg, arith: Arith, start: &str) -> String {
+    let cn = 3 * leg.n - 1;
+    match arith {
+        Arith::Plain => format!("q_{cn} - {start}"),
+        Arith::Compensated => format!("(q_{cn} - {start}) + ql_{cn}"),
+    }
+}
+
+/// The tip on the terrain at the step's midpoint (docs/model.md (T3)–(T4); CPU:
+/// `lanes::kernel::tip_contact`): `contact` (depth d ≥ 0), the normal force and the
+/// rest of the friction as forces `tip_fx`, `tip_rest` (the kick multiplies by h), the
+/// tangent (`tip_tx`, `tip_ty`) and h·D for the friction's Woodbury column √(hD)·t.
+fn tip_contact(c: &mut Code, leg: Leg, arith: Arith) {
+    let (tip, cn) = (leg.n - 1, 3 * leg.n - 1);
+    c.line("// The tip on the terrain (CPU: `tip_contact`): the normal force ε·c·d·n =");
+    c.line(
+        "// ε·c²·(X_t − x − h)·(1, σ) explicit; the friction F_T = −ν v_t − μ_C F_N tanh(v_t/v_C)",
+    );
+    c.line(
+        "// linearised about the incoming v_t: its damping D = ν + μ_C F_N sech²(v_t/v_C)/v_C in",
+    );
+    c.line(
+        "// the column √(hD)·t, the rest F_T + D·v_t = μ_C F_N (sech²·v_t/v_C − tanh) explicit.",
+    );
+    c.line(format!(
+        "let tip_g = ground_at(ri, {});",
+        tip_u(leg, arith, "p_terrain_start")
+    ));
+    c.line(format!("let tip_out = p_x_t - q_{tip} - tip_g.x;"));
+    c.line("let contact = tip_out <= 0.0;");
+    c.line("let tip_c2 = 1.0 / (tip_g.y * tip_g.y + 1.0);");
+    c.line("let tip_c = sqrt(tip_c2);");
+    c.line("let tip_tx = -(tip_g.y * tip_c);");
+    c.line("let tip_ty = tip_c;");
+    c.line("let tip_fx = select(0.0, p_epsilon * tip_c2 * tip_out, contact);");
+    c.line("let tip_fn = select(0.0, p_epsilon * tip_c * -tip_out, contact);");
+    c.line(format!("let tip_vt = tip_tx * v_{tip} + tip_ty * v_{cn};"));
+    c.line("let tip_xv = tip_vt / p_v_c;");
+    c.line("let tip_th = tanh_real(tip_xv);");
+    c.line("let tip_sech2 = 1.0 - tip_th * tip_th;");
+    c.line("let tip_mu_fn = p_mu_c * tip_fn;");
+    c.line("let tip_rest = tip_mu_fn * (tip_sech2 * tip_xv - tip_th);");
+    c.line("let tip_hd = h * p_nu + h * tip_mu_fn * tip_sech2 / p_v_c;");
+}
+
+/// WGSL `ground_at(ri, u)`: the terrain's height h and slope σ = h′ at u = y − y₀ as
+/// (h, σ) (docs/model.md (T1)–(T2); CPU twin: `lanes::kernel::ground_at`, in its order
+/// of operations): the blend S(w) and S′, the slope s·u, and `harmonics` harmonics of
+/// θ = k·u, the m-th from the first by angle addition (one sincos), unrolled.
+pub fn ground_function(harmonics: usize) -> String {
+    let mut c = Code {
+        s: String::new(),
+        indent: 0,
+    };
+    c.line("// Generated by src/gpu/kernel.rs: the terrain at u = y − y₀ as (h, σ = h′).");
+    c.open("fn ground_at(ri: u32, u: real) -> vec2<real> {");
+    c.line("let inv_blend = instances[ri].terrain_inv_blend;");
+    c.line("let w = min(max(u * inv_blend, 0.0), 1.0);");
+    c.line("let blend = w * w * (3.0 - w * 2.0);");
+    c.line("let blend_slope = w * (1.0 - w) * inv_blend * 6.0;");
+    c.line("let slope = instances[ri].terrain_slope;");
+    c.line("let hp0 = slope * u;");
+    if harmonics == 0 {
+        c.line("let hp = hp0;");
+        c.line("let dhp = slope;");
+    } else {
+        c.line("let k = instances[ri].terrain_k;");
+        c.line("let sc1 = sincos(k * u);");
+        c.line("let s1 = sc1.x;");
+        c.line("let c1 = sc1.y;");
+        for m in 1..=harmonics {
+            c.line(format!("let a{m} = instances[ri].terrain_a{m};"));
+            c.line(format!("let b{m} = instances[ri].terrain_b{m};"));
+            c.line(format!(
+                "let hp{m} = a{m} * s{m} + (b{m} * c{m} + hp{});",
+                m - 1
+            ));
+            if m == 1 {
+                c.line("let dh1 = a1 * c1 - b1 * s1;");
+            } else {
+                c.line(format!(
+                    "let dh{m} = (a{m} * c{m} - b{m} * s{m}) * {m}.0 + dh{};",
+                    m - 1
+                ));
+            }
+            if m < harmonics {
+                c.line(format!("let s{} = s{m} * c1 + c{m} * s1;", m + 1));
+                c.line(format!("let c{} = c{m} * c1 - s{m} * s1;", m + 1));
+            }
+        }
+        c.line(format!("let hp = hp{harmonics};"));
+        c.line(format!("let dhp = k * dh{harmonics} + slope;"));
+    }
+    c.line("return vec2<real>(blend * hp, blend_slope * hp + blend * dhp);");
+    c.close();
+    c.s
 }
 
 /// The internal couple Q_A of this leg at the step's midpoint into `qa_*` (docs/model.md
@@ -555,16 +712,19 @@ fn ldlt_solve(c: &mut Code, rhs: [&str; 3], out: &str) {
 }
 
 /// The body's kick: explicit loads (springs summed over the robot's legs, contact),
-/// implicit damping (CPU: the end of `lanes::kernel::step`).
-fn body_kick(c: &mut Code, n_legs: usize) {
+/// implicit damping (CPU: the end of `lanes::kernel::step`). `ground`: P_1, P_2 on the
+/// terrain (`body_contact_ground`, with the body's low y word where compensated).
+fn body_kick(c: &mut Code, n_legs: usize, ground: bool, arith: Arith) {
     c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
     let loads: Vec<String> = (0..n_legs)
         .map(|j| format!("wg_load[first + {j}u].xyz"))
         .collect();
-    c.line(format!(
-        "let load = {} + body_contact(ri, qb, sincos(qb.z));",
-        loads.join(" + ")
-    ));
+    let contact = match (ground, arith) {
+        (false, _) => "body_contact(ri, qb, sincos(qb.z))",
+        (true, Arith::Plain) => "body_contact_ground(ri, qb, sincos(qb.z), 0.0)",
+        (true, Arith::Compensated) => "body_contact_ground(ri, qb, sincos(qb.z), qbl.y)",
+    };
+    c.line(format!("let load = {} + {contact};", loads.join(" + ")));
     c.line("let bm = p_body_mass;");
     c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta);");
     c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta);");
@@ -680,6 +840,8 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         n_legs,
         n_nodes,
         couple,
+        ground,
+        ..
     } = shape;
     let comp = arith == Arith::Compensated;
     let lay = StateLayout {
@@ -754,8 +916,8 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         s: String::new(),
         indent: c.indent,
     };
-    kick(&mut body_code, leg, couple, arith);
-    body_kick(&mut body_code, n_legs);
+    kick(&mut body_code, leg, couple, ground, arith);
+    body_kick(&mut body_code, n_legs, ground, arith);
     match arith {
         Arith::Plain => half_drift(&mut body_code, l),
         Arith::Compensated => second_drift_compensated(&mut body_code, leg),
@@ -805,7 +967,17 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     c.open("else {");
     c.line("let tangent = wg_sample[lid].xy;");
     c.line("let next = wg_sample[min(lid + 1u, WORKGROUP_SIZE - 1u)].xy;");
-    c.line(format!("let tip_x = q_{};", n - 1));
+    if ground {
+        c.line("// The tip's x plus the terrain's height there: tip_x ≥ X_t is its depth");
+        c.line("// d = x − X_t + h(y) ≥ 0 (CPU: `MetricsAccumulator::push`).");
+        c.line(format!(
+            "let tip_x = q_{} + ground_at(ri, {}).x;",
+            n - 1,
+            tip_u(leg, arith, "instances[ri].terrain_start")
+        ));
+    } else {
+        c.line(format!("let tip_x = q_{};", n - 1));
+    }
     c.line(if comp {
         "let y_body = qb.y + qbl.y;"
     } else {

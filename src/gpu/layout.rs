@@ -8,6 +8,7 @@ use bytemuck::{Pod, Zeroable};
 use super::tally::StateLayout;
 use super::Precision;
 use crate::model::axoneme;
+use crate::model::terrain::{Profile, HARMONICS};
 use crate::params::Params;
 
 /// Invocations a workgroup aims at: two NVIDIA warps, one AMD wave64; a robot's legs
@@ -69,21 +70,38 @@ pub const STATUS_RUNNING: u32 = 0;
 
 /// What a compiled kernel is specialised for: the robot's shape, and the model terms
 /// its instances use (a batch whose instances have no internal couple runs a kernel
-/// without one, so the term costs nothing where it is off).
+/// without one, so the term costs nothing where it is off; the same for the ground).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KernelShape {
     pub n_legs: usize,
     pub n_nodes: usize,
     pub couple: bool,
+    /// The general contact (docs/model.md (T1)–(T4)): the terrain is not flat or the
+    /// tips have Coulomb friction. Without it the contact is the paper's flat line and
+    /// viscous tip, and the kernel is the one that knows nothing of terrain.
+    pub ground: bool,
+    /// Harmonics of the profile the ground kernel evaluates (0..=8: none for a slope or
+    /// Coulomb on flat ground, one for a sine, eight for the rough profile); 0 where
+    /// `ground` is false.
+    pub harmonics: usize,
 }
 
 impl KernelShape {
-    /// The kernel an instance with parameters `p` runs on.
+    /// The kernel an instance with parameters `p` runs on. The ground's rule is the
+    /// instance record's (`InstanceRecord::has_ground`, `terrain_harmonics`).
     pub fn of(p: &Params) -> KernelShape {
+        let profile = Profile::new(p);
+        let ground = !profile.is_flat() || p.mu_c != 0.0;
+        let harmonics = (0..HARMONICS)
+            .rev()
+            .find(|&m| profile.amp[m] != 0.0)
+            .map_or(0, |m| m + 1);
         KernelShape {
             n_legs: p.n_legs,
             n_nodes: p.n_nodes,
             couple: axoneme::has_couple(p),
+            ground,
+            harmonics: if ground { harmonics } else { 0 },
         }
     }
 
@@ -93,6 +111,17 @@ impl KernelShape {
             n_legs,
             n_nodes,
             couple: false,
+            ground: false,
+            harmonics: 0,
+        }
+    }
+
+    /// N legs of n nodes on general ground with `harmonics` terrain harmonics.
+    pub fn on_ground(n_legs: usize, n_nodes: usize, harmonics: usize) -> KernelShape {
+        KernelShape {
+            ground: true,
+            harmonics,
+            ..KernelShape::plain(n_legs, n_nodes)
         }
     }
 
