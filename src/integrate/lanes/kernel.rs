@@ -459,7 +459,7 @@ fn tip_contact<const W: usize, const F: bool>(
         let f_n = contact * m.p.epsilon * c * -out;
         let vt = tangent[0].mul_add::<F>(tip_v[0], tangent[1] * tip_v[1]);
         let x = vt / m.p.v_c;
-        let th = x.map(f64::tanh);
+        let th = super::trig::tanh::<W, F>(x);
         let sech2 = L::splat(1.0) - th * th;
         let mu_fn = m.p.mu_c * f_n;
         let rest = hc * mu_fn * (sech2 * x - th);

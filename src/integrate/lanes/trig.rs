@@ -1,5 +1,6 @@
-//! sin and cos of every lane at once: the terrain's harmonics need one sincos per
-//! contact point and step, and a libm call per lane would cost a third of a step.
+//! sin and cos, and tanh, of every lane at once: the terrain's harmonics need one sincos
+//! per contact point and step and the Coulomb friction one tanh per tip, and a libm call
+//! per lane would cost a third of a step.
 //!
 //! The classic scheme of fdlibm, branch-free so that it vectorises: x = n·π/2 + r with
 //! n the nearest integer (rounded by adding 1.5·2⁵²) and r reduced in three parts of π/2
@@ -83,6 +84,51 @@ pub fn sin_cos<const W: usize, const F: bool>(x: L<W>) -> (L<W>, L<W>) {
     (s, c)
 }
 
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
+const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-01;
+const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+const P1: f64 = 1.666_666_666_666_660_190_37e-01;
+const P2: f64 = -2.777_777_777_701_559_338_42e-03;
+const P3: f64 = 6.613_756_321_437_934_361_17e-05;
+const P4: f64 = -1.653_390_220_546_525_153_90e-06;
+const P5: f64 = 4.138_136_797_057_238_460_39e-08;
+/// tanh(x) = 1 in f64 beyond this |x|.
+const TANH_ONE: f64 = 20.0;
+
+/// tanh x of every lane: −e/(2 + e) with e = exp(−2|x|) − 1 from fdlibm's exp (x·log₂e
+/// rounded to k, the remainder r in two parts of ln 2, e^r − 1 = r + r·c/(2 − c)), then
+/// e = 2ᵏ(e^r − 1) + (2ᵏ − 1), exact in its last step. No cancellation near 0.
+#[inline(always)]
+pub fn tanh<const W: usize, const F: bool>(x: L<W>) -> L<W> {
+    let y = x.map(|v| v.abs().min(TANH_ONE)) * -2.0;
+    let t = y.mul_add::<F>(L::splat(INV_LN2), L::splat(ROUNDER));
+    let k = t - L::splat(ROUNDER);
+    let hi = (-k).mul_add::<F>(L::splat(LN2_HI), y);
+    let lo = k * LN2_LO;
+    let r = hi - lo;
+    let z = r * r;
+    let p = L::splat(P5)
+        .mul_add::<F>(z, L::splat(P4))
+        .mul_add::<F>(z, L::splat(P3))
+        .mul_add::<F>(z, L::splat(P2))
+        .mul_add::<F>(z, L::splat(P1));
+    let c = (-z).mul_add::<F>(p, r);
+    let em1_r = (r * c / (L::splat(2.0) - c)) + r;
+    let mut out = L::zero();
+    for j in 0..W {
+        // k ∈ [−58, 0]: 2ᵏ from its exponent bits.
+        let scale = f64::from_bits(((k.0[j] as i64 + 1023) as u64) << 52);
+        let em1 = scale.mul_add(em1_r.0[j], scale - 1.0);
+        let th = -em1 / (2.0 + em1);
+        out.0[j] = if x.0[j].is_nan() {
+            x.0[j]
+        } else {
+            th.copysign(x.0[j])
+        };
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +169,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn tanh_is_within_four_ulp_of_libm() {
+        let mut xs: Vec<f64> = (-3000..=3000).map(|k| k as f64 * 0.0071).collect();
+        xs.extend((1..400).map(|k| 1e-9 * 1.1f64.powi(k)));
+        xs.extend([0.0, -0.0, 1e-300, 19.9, 20.0, 25.0, -700.0, 1e300]);
+        for chunk in xs.chunks(8) {
+            let mut lanes = [0.0; 8];
+            lanes[..chunk.len()].copy_from_slice(chunk);
+            for fused in [false, true] {
+                let t = if fused {
+                    tanh::<8, true>(L(lanes))
+                } else {
+                    tanh::<8, false>(L(lanes))
+                };
+                for (j, &x) in lanes.iter().enumerate() {
+                    let want = x.tanh();
+                    assert!(
+                        (t.0[j] - want).abs() <= 4.0 * f64::EPSILON * want.abs(),
+                        "tanh {x}: {} vs {want}",
+                        t.0[j]
+                    );
+                }
+            }
+        }
+        assert!(tanh::<1, false>(L([f64::NAN])).0[0].is_nan());
     }
 }
