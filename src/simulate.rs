@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ParamError, SettingsError, SolverError};
+use crate::integrate::continuation::Continuation;
 use crate::integrate::dkd::{self, DkdSettings};
 use crate::integrate::settings::{ReferenceSettings, SolverStats};
 use crate::metrics::{Metrics, MetricsAccumulator, MetricsSettings};
@@ -129,6 +130,15 @@ impl ConfigError {
 }
 
 impl RunConfig {
+    /// What the continuation rule (`integrate::continuation`) reads of this run.
+    pub fn continuation(&self) -> Continuation<'_> {
+        Continuation {
+            max_t: self.until_settled,
+            t_final: self.params.t_final,
+            metrics: &self.metrics,
+        }
+    }
+
     /// Read a config file: parameters at the top level, optional `[solver]` and
     /// `[metrics]` tables. Unknown keys are errors naming the key.
     pub fn from_toml_file(path: &Path) -> Result<RunConfig, ConfigError> {
@@ -318,7 +328,7 @@ impl crate::integrate::lanes::LaneSink for SerialSink<'_> {
         _lane: usize,
         ended: &crate::integrate::schedule::SampleSchedule,
     ) -> Option<crate::integrate::schedule::SampleSchedule> {
-        crate::integrate::continuation::continue_run(&mut self.acc, self.cfg, ended)
+        crate::integrate::continuation::continue_run(&mut self.acc, self.cfg.continuation(), ended)
     }
     fn progress(&mut self, t: f64) {
         (self.on_progress)(t)

@@ -696,7 +696,7 @@ fn format_2_rows_hold_list_columns_and_the_summary_keeps_their_types() {
     let ds = dataset::read_dataset(&dir).unwrap();
     // Format 2 on disk: list columns, and the file says so.
     let part = &dataset::part_files(&dir).unwrap()[0];
-    let (b, meta) = metachron::output::parquet::read_parquet(part).unwrap();
+    let (b, meta) = metachron::parquet::read_parquet(part).unwrap();
     assert_eq!(meta[dataset::META_FORMAT], "2");
     let schema = b[0].schema();
     let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().to_string();

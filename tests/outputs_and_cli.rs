@@ -6,8 +6,8 @@ use std::process::Command;
 use arrow_array::{Array, Float64Array, ListArray, StringArray, UInt32Array};
 use metachron::batch::run_point;
 use metachron::error::ParamError;
-use metachron::output::parquet::{metrics_batch, read_parquet, timeseries_batch, write_atomic};
 use metachron::params::Params;
+use metachron::parquet::{metrics_batch, read_parquet, timeseries_batch, write_atomic};
 use metachron::simulate::{Backend, RunConfig};
 
 fn scratch(name: &str) -> PathBuf {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use metachron::metrics::METRIC_COLUMNS;
-use metachron::output::parquet::read_parquet;
+use metachron::parquet::read_parquet;
 use metachron::sweep::dataset::{read_dataset, Column, Dataset};
 
 const BIN: &str = env!("CARGO_BIN_EXE_metachron");

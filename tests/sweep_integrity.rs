@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::{StringArray, UInt64Array};
 use arrow_schema::DataType;
-use metachron::output::parquet::{field, write_atomic, TableBuilder};
+use metachron::parquet::{field, write_atomic, TableBuilder};
 use metachron::simulate::Backend;
 use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};

@@ -153,7 +153,7 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     let files = dataset::part_files(&dir).unwrap();
     assert_eq!(files.len(), 1);
     assert!(files[0].ends_with("shard=0/part-000000000.parquet"));
-    let (batches, meta) = metachron::output::parquet::read_parquet(&files[0]).unwrap();
+    let (batches, meta) = metachron::parquet::read_parquet(&files[0]).unwrap();
     let schema = batches[0].schema();
     let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().clone();
     let unit = |n: &str| {

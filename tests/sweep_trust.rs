@@ -553,7 +553,7 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     let ds = dir.join("digest");
     run_lib(SWEEP, &ds, 8);
     let part = dataset::part_files(&ds).unwrap()[0].clone();
-    let (batches, meta) = metachron::output::parquet::read_parquet(&part).unwrap();
+    let (batches, meta) = metachron::parquet::read_parquet(&part).unwrap();
     let mut cols = batches[0].columns().to_vec();
     let i = batches[0].schema().index_of("lag_order").unwrap();
     cols[i] = std::sync::Arc::new(arrow_array::Float64Array::from(vec![0.5; 8]));
@@ -577,7 +577,7 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     let o = bin(&["summarize", s(&ds), "--out", s(&sum), "--allow-incomplete"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("INCOMPLETE"), "{}", text(&o));
-    let m = metachron::output::parquet::read_parquet_metadata(&sum).unwrap();
+    let m = metachron::parquet::read_parquet_metadata(&sum).unwrap();
     let note = &m[metachron::sweep::schema::META_INCOMPLETE];
     assert!(
         note.contains("8 of 16") && note.contains("missing"),

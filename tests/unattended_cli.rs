@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use metachron::output::parquet::read_parquet;
+use metachron::parquet::read_parquet;
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_metachron"));

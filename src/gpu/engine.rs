@@ -151,11 +151,14 @@ fn extend_unsettled(
         let stop = budgets.stopped_at(i);
         let m = finish_instance(cfg, &plans[i], lay, state, b, i, status[i], stop, 0.0);
         let pl = &mut plans[i];
-        let next = m
-            .metrics
-            .status
-            .is_ok()
-            .then(|| continued_schedule(cfg, &pl.sched, m.metrics.t_run, m.metrics.settled));
+        let next = m.metrics.status.is_ok().then(|| {
+            continued_schedule(
+                cfg.continuation(),
+                &pl.sched,
+                m.metrics.t_run,
+                m.metrics.settled,
+            )
+        });
         if let Some((_, sched)) = next.flatten() {
             pl.sched = sched;
             longer.push(i);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 
 use crate::error::OutputError;
-use crate::output::parquet::PendingFile;
+use crate::parquet::PendingFile;
 
 /// A picture of the page: a file to embed, a heading and a caption.
 #[derive(Debug, Clone)]

@@ -69,7 +69,7 @@ pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
 /// of the finest lattice (refined points take their ids from lattice coordinates).
 pub fn id_space(spec: &SweepSpec) -> u64 {
     let combos = match &spec.refine {
-        Some(r) => crate::sweep::refine::Lattice::new(spec, r)
+        Some(r) => crate::sweep::lattice::Lattice::new(&spec.shape(), r)
             .sizes
             .iter()
             .product::<usize>(),
@@ -492,8 +492,5 @@ pub fn validate(
 }
 
 fn write_text_atomic(path: &Path, text: &str) -> Result<(), SweepError> {
-    Ok(crate::output::parquet::write_bytes_atomic(
-        path,
-        text.as_bytes(),
-    )?)
+    Ok(crate::parquet::write_bytes_atomic(path, text.as_bytes())?)
 }
