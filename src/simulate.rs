@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ParamError, SettingsError, SolverError};
-use crate::integrate::continuation::Continuation;
+use crate::integrate::continuation::{Continuation, ReferenceCannotContinue};
 use crate::integrate::dkd::{self, DkdSettings};
 use crate::integrate::settings::{ReferenceSettings, SolverStats};
 use crate::metrics::{Metrics, MetricsAccumulator, MetricsSettings};
@@ -33,6 +33,15 @@ impl Backend {
             Backend::Reference => "reference",
             Backend::Cpu => "cpu",
             Backend::Gpu => "gpu",
+        }
+    }
+
+    /// Whether runs on this backend can continue from their kept state
+    /// (`--until-settled`): the cpu and gpu engines can, the reference cannot.
+    pub fn continues(self) -> Result<(), ReferenceCannotContinue> {
+        match self {
+            Backend::Reference => Err(ReferenceCannotContinue),
+            Backend::Cpu | Backend::Gpu => Ok(()),
         }
     }
 }

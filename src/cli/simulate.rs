@@ -140,11 +140,9 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     cfg.until_settled = a.until_settled;
     // The message says the parameter; where it came from (--config, --set) is the user's.
     cfg.validate().map_err(|e| anyhow::anyhow!(e.detail()))?;
-    anyhow::ensure!(
-        a.until_settled.is_none() || a.backend != Backend::Reference,
-        "--until-settled: not supported on backend reference (the adaptive solver cannot \
-         continue a run from its kept state); use --backend cpu or gpu"
-    );
+    if a.until_settled.is_some() {
+        a.backend.continues().context("--until-settled")?;
+    }
     if a.backend == Backend::Gpu {
         a.gpu.apply()?;
     } else {

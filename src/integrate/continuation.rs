@@ -8,6 +8,15 @@ use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::{MetricsAccumulator, MetricsSettings};
 use crate::sample::Status;
 
+/// Why runs on the reference backend do not continue: its adaptive solver keeps no state
+/// to continue from (a rerun from zero would pay the whole horizon again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not supported on backend reference: the adaptive solver cannot continue a run from \
+     its kept state (docs/atlas.md); use --backend cpu or gpu"
+)]
+pub struct ReferenceCannotContinue;
+
 /// Check `max_t` against the run it continues: at least one continuation step must fit,
 /// and t_final must be a whole number of output intervals (a continued run's samples
 /// stay on the grid k·dt_out, so the last interval of a segment cannot be short).
