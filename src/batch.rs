@@ -195,13 +195,35 @@ pub fn run_degrading(
     }
 }
 
-/// Print a notice once per process (a sweep would repeat it for every chunk).
+/// Where the engine's notices go (a GPU that is unavailable, or a batch that degrades to
+/// the CPU engine): the library says what it has to say, its caller (the command line)
+/// prints it. Without a sink the notices are kept for [`take_notices`].
+static NOTICE_SINK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+static KEPT_NOTICES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Hand every later notice to `sink` as it happens (the first sink set stays).
+pub fn set_notice_sink(sink: fn(&str)) {
+    let _ = NOTICE_SINK.set(sink);
+}
+
+/// The notices given while no sink was set, oldest first (and forget them).
+pub fn take_notices() -> Vec<String> {
+    std::mem::take(&mut *KEPT_NOTICES.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Give a notice once per process (a sweep would repeat it for every chunk).
 fn notice_once(message: &str) {
     static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let key: String = message.chars().take(40).collect();
     let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
     if !seen.contains(&key) {
-        eprintln!("warning: {message}");
+        match NOTICE_SINK.get() {
+            Some(sink) => sink(message),
+            None => KEPT_NOTICES
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(message.to_string()),
+        }
         seen.push(key);
     }
 }

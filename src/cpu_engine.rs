@@ -102,7 +102,11 @@ impl LaneSink for Accumulators<'_> {
         self.accs[lane].push(s);
     }
     fn extend(&mut self, lane: usize, ended: &SampleSchedule) -> Option<SampleSchedule> {
-        continue_run(&mut self.accs[lane], self.lanes[lane].cfg, ended)
+        continue_run(
+            &mut self.accs[lane],
+            self.lanes[lane].cfg.continuation(),
+            ended,
+        )
     }
 }
 

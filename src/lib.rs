@@ -1,18 +1,21 @@
 //! metachron: parameter-sweep engine for planar robots on elastic (Hermite FE) legs.
 //!
-//! Layers, lowest first (a module uses only those above it in this list):
+//! Layers, lowest first: a module uses modules of its own line (without circles) and of
+//! the lines above it, never of a line below (tests/architecture.rs checks it; the
+//! binary's `cli` sits on top):
 //! - [`params`], [`error`], [`input_file`]: every model parameter (one table), typed
 //!   errors, bounded reads of input files;
 //! - [`model`]: FE matrices, springs, body, contact, the internal couple, accelerations,
 //!   energy (the readable statement of the equations);
-//! - [`sample`], [`metrics`]: output samples and the online coordination metrics;
+//! - [`sample`], [`metrics`], [`parquet`]: output samples, the online coordination
+//!   metrics and their Parquet tables (fields with units, atomic writes, reads);
 //! - [`integrate`]: the ESDIRK reference, the DKD-dc fixed step, the per-instance record
 //!   and the SIMD lane kernel; [`reference`]: the reference's entry point;
 //! - [`simulate`], [`cpu_engine`], [`gpu`]: one run, the CPU batch engine, the GPU host
 //!   and its generated WGSL; [`batch`]: the one place that picks the engine; [`cost`]:
 //!   estimates before a run; [`bench`];
 //! - [`sweep`]: sweep files, plans, datasets, manifests, checks, refinement;
-//! - [`output`]: Parquet, pictures, maps, animations, the report page.
+//! - [`output`]: pictures, maps, animations, the report page.
 
 pub mod error;
 pub mod model;
@@ -32,6 +35,7 @@ pub mod input_file;
 pub mod integrate;
 pub mod metrics;
 pub mod output;
+pub mod parquet;
 pub mod reference;
 pub mod sample;
 pub mod simulate;

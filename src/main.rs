@@ -33,8 +33,9 @@ enum Command {
     /// Write one static HTML page for a sweep dataset: its settings and health, maps,
     /// class fractions, and an animated exemplar of every class.
     Report(cli::report::ReportArgs),
-    /// List the GPU adapters (backend, type, driver, limits, SHADER_F64).
-    Devices,
+    /// List the GPU adapters (backend, type, driver, limits, SHADER_F64), or print the
+    /// generated WGSL kernel of a robot shape (`--dump-wgsl 9x7`; needs no GPU).
+    Devices(cli::gpu::DevicesArgs),
     /// Measure robot-seconds per wall-second of every engine on this machine.
     Bench(cli::bench::BenchArgs),
     /// Report a sweep dataset's health: complete, missing ids, bad or quarantined files,
@@ -73,6 +74,7 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
+    metachron::batch::set_notice_sink(|m| eprintln!("warning: {m}"));
     let result = cli::pipe::guard(|| run(cli.command));
     match result {
         Ok(code) => code,
@@ -86,7 +88,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Simulate(args) => cli::simulate::run(args),
-        Command::Devices => cli::gpu::devices(),
+        Command::Devices(args) => cli::gpu::devices(args),
         Command::Sweep(args) => cli::sweep::run(args),
         Command::Map(args) => cli::map::run(args),
         Command::Bench(args) => cli::bench::run(args),

@@ -262,13 +262,19 @@ pub struct LastSample {
     pub work_axo: f64,
 }
 
-/// Wrap an angle into (−π, π].
+/// Midpoint of the evaluation window starting at `window_start`, `window_len` long: the
+/// window's second half starts at the first sample at or after it.
+pub fn window_midpoint(window_start: f64, window_len: f64) -> f64 {
+    window_start + 0.5 * window_len
+}
+
 /// Whether a sample at `t` belongs to a window starting at `start` (with a tolerance,
 /// so that a window starting on a sample time includes it).
 pub fn in_window(t: f64, start: f64) -> bool {
     t + 1e-9 >= start
 }
 
+/// Wrap an angle into (−π, π].
 pub fn wrap(x: f64) -> f64 {
     let y = x.rem_euclid(2.0 * PI);
     if y > PI {
@@ -392,9 +398,8 @@ impl MetricsAccumulator {
         }
     }
 
-    /// Midpoint of the window: the second half starts at the first sample at or after it.
     fn window_mid(&self) -> f64 {
-        self.window_start + 0.5 * self.window_len
+        window_midpoint(self.window_start, self.window_len)
     }
 
     pub fn push(&mut self, s: &Sample) {

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ParamError, SettingsError, SolverError};
+use crate::integrate::continuation::{Continuation, ReferenceCannotContinue};
 use crate::integrate::dkd::{self, DkdSettings};
 use crate::integrate::settings::{ReferenceSettings, SolverStats};
 use crate::metrics::{Metrics, MetricsAccumulator, MetricsSettings};
@@ -32,6 +33,15 @@ impl Backend {
             Backend::Reference => "reference",
             Backend::Cpu => "cpu",
             Backend::Gpu => "gpu",
+        }
+    }
+
+    /// Whether runs on this backend can continue from their kept state
+    /// (`--until-settled`): the cpu and gpu engines can, the reference cannot.
+    pub fn continues(self) -> Result<(), ReferenceCannotContinue> {
+        match self {
+            Backend::Reference => Err(ReferenceCannotContinue),
+            Backend::Cpu | Backend::Gpu => Ok(()),
         }
     }
 }
@@ -129,6 +139,15 @@ impl ConfigError {
 }
 
 impl RunConfig {
+    /// What the continuation rule (`integrate::continuation`) reads of this run.
+    pub fn continuation(&self) -> Continuation<'_> {
+        Continuation {
+            max_t: self.until_settled,
+            t_final: self.params.t_final,
+            metrics: &self.metrics,
+        }
+    }
+
     /// Read a config file: parameters at the top level, optional `[solver]` and
     /// `[metrics]` tables. Unknown keys are errors naming the key.
     pub fn from_toml_file(path: &Path) -> Result<RunConfig, ConfigError> {
@@ -318,7 +337,7 @@ impl crate::integrate::lanes::LaneSink for SerialSink<'_> {
         _lane: usize,
         ended: &crate::integrate::schedule::SampleSchedule,
     ) -> Option<crate::integrate::schedule::SampleSchedule> {
-        crate::integrate::continuation::continue_run(&mut self.acc, self.cfg, ended)
+        crate::integrate::continuation::continue_run(&mut self.acc, self.cfg.continuation(), ended)
     }
     fn progress(&mut self, t: f64) {
         (self.on_progress)(t)

@@ -3,11 +3,16 @@
 //! sharded), adaptive repeats stopping at the requested width, summaries with Wilson
 //! intervals, and `--until-settled` refused where it cannot continue a run.
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::scratch;
+use common::sweep::opts;
+use common::sweep::REFINED;
 use metachron::batch::run_point;
 use metachron::metrics::Class;
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
@@ -18,45 +23,6 @@ use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::summary::{summarize, wilson, Z95};
 use metachron::sweep::{Plan, Shard, SweepSpec};
-
-/// 3 legs x 3 nodes, 1 s, only leg 1 driven, alpha x beta on 3 x 3 grid values,
-/// refined twice on the lag order: lattice 9 x 9.
-const REFINED: &str = r#"name = "refined"
-[base]
-n_legs = 3
-n_nodes = 3
-t_final = 1.0
-actuated = "first"
-[[axes]]
-param = "alpha"
-logspace = { start = 10.0, stop = 10000.0, num = 3 }
-[[axes]]
-param = "beta"
-logspace = { start = 10.0, stop = 10000.0, num = 3 }
-[refine]
-by = "lag_order"
-threshold = 0.15
-max_level = 2
-max_points = 60
-"#;
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn opts(out: &Path, batch: usize) -> RunOptions {
-    RunOptions {
-        out: out.to_path_buf(),
-        backend: Backend::Cpu,
-        batch,
-        resume: false,
-        shard: Shard::default(),
-        stop_after_chunks: None,
-    }
-}
 
 fn spec(text: &str) -> SweepSpec {
     SweepSpec::from_str_named(text, "atlas-test.toml", "atlas-test").unwrap()
@@ -117,7 +83,7 @@ fn a_robot_without_servos_is_still() {
 fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
     let s = spec(REFINED);
     let full = scratch("refine-full");
-    let levels = refine_done(&s, &opts(&full, 7));
+    let levels = refine_done(&s, &opts(&full, 7, false));
     assert_eq!(levels[0].points, 9);
     assert!(levels.len() > 1 && levels[1].points > 0, "{levels:?}");
     let total: usize = levels.iter().map(|l| l.points).sum();
@@ -133,7 +99,7 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
         .replace("num = 3", "num = 9");
     let d = spec(&dense_text);
     let dense = scratch("refine-dense");
-    let o = opts(&dense, 32);
+    let o = opts(&dense, 32, false);
     let plan = Plan::new(&d).unwrap();
     let work = run::work(&d, &plan, &o).unwrap();
     run::run(&d, &work.pending, &o, |_| {}).unwrap();
@@ -145,17 +111,17 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
 
     // Interrupted after 3 chunks, then resumed: exactly the uninterrupted rows.
     let part = scratch("refine-part");
-    let mut o = opts(&part, 7);
+    let mut o = opts(&part, 7, false);
     o.stop_after_chunks = Some(3);
     assert!(matches!(
         run_refined(&s, &o, &mut ()).unwrap(),
         RefineOutcome::Stopped
     ));
     assert!(
-        run_refined(&s, &opts(&part, 7), &mut ()).is_err(),
+        run_refined(&s, &opts(&part, 7, false), &mut ()).is_err(),
         "needs --resume"
     );
-    let mut o = opts(&part, 7);
+    let mut o = opts(&part, 7, false);
     o.resume = true;
     refine_done(&s, &o);
     assert_eq!(
@@ -171,7 +137,7 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
         if done[k] {
             continue;
         }
-        let mut o = opts(&sharded, 4);
+        let mut o = opts(&sharded, 4, false);
         o.shard = Shard::new(k, 2).unwrap();
         o.resume = round > 0;
         done[k] = matches!(
@@ -274,7 +240,8 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
     assert_eq!(a.targets(), vec![4, 8, 16, 32]);
     let full = scratch("adaptive-full");
     let plan = Plan::new(&s).unwrap();
-    let AdaptiveOutcome::Done(rounds) = run_adaptive(&s, &plan, &opts(&full, 8), &mut ()).unwrap()
+    let AdaptiveOutcome::Done(rounds) =
+        run_adaptive(&s, &plan, &opts(&full, 8, false), &mut ()).unwrap()
     else {
         panic!("not done")
     };
@@ -320,20 +287,20 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
 
     // Interrupted and resumed: the same rows.
     let part = scratch("adaptive-part");
-    let mut o = opts(&part, 8);
+    let mut o = opts(&part, 8, false);
     o.stop_after_chunks = Some(3);
     assert!(matches!(
         run_adaptive(&s, &plan, &o, &mut ()).unwrap(),
         AdaptiveOutcome::Stopped
     ));
-    let mut o = opts(&part, 8);
+    let mut o = opts(&part, 8, false);
     o.resume = true;
     run_adaptive(&s, &plan, &o, &mut ()).unwrap();
     assert_eq!(
         rows(&dataset::read_dataset(&part).unwrap(), &[]),
         rows(&ds, &[])
     );
-    let mut o = opts(&scratch("adaptive-shard"), 8);
+    let mut o = opts(&scratch("adaptive-shard"), 8, false);
     o.shard = Shard::new(0, 2).unwrap();
     assert!(run_adaptive(&s, &plan, &o, &mut ()).is_err());
 
@@ -510,7 +477,8 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
     let s = spec(FRACTION);
     let a = s.adaptive.unwrap();
     let full = scratch("fraction-full");
-    let RefineOutcome::Done(levels) = run_refined(&s, &opts(&full, 8), &mut ()).unwrap() else {
+    let RefineOutcome::Done(levels) = run_refined(&s, &opts(&full, 8, false), &mut ()).unwrap()
+    else {
         panic!("not done")
     };
     let ds = dataset::read_dataset(&full).unwrap();
@@ -580,7 +548,7 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
 
     // Interrupted after 3 chunks, then resumed: exactly the uninterrupted rows.
     let part = scratch("fraction-part");
-    let mut o = opts(&part, 8);
+    let mut o = opts(&part, 8, false);
     o.stop_after_chunks = Some(3);
     assert!(matches!(
         run_refined(&s, &o, &mut ()).unwrap(),
@@ -590,7 +558,7 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
     // interrupted dataset is unfinished, not complete.
     let h = audit(&part, None, false).unwrap().health;
     assert!(!h.complete && h.unfinished.is_some(), "{h:?}");
-    let mut o = opts(&part, 8);
+    let mut o = opts(&part, 8, false);
     o.resume = true;
     assert!(matches!(
         run_refined(&s, &o, &mut ()).unwrap(),
@@ -688,7 +656,7 @@ values = [50.0, 5000.0]
 fn format_2_rows_hold_list_columns_and_the_summary_keeps_their_types() {
     let s = spec(FORMATS);
     let dir = scratch("formats");
-    let o = opts(&dir, 2);
+    let o = opts(&dir, 2, false);
     let plan = Plan::new(&s).unwrap();
     let work = run::work(&s, &plan, &o).unwrap();
     run::run(&s, &work.pending, &o, |_| {}).unwrap();
@@ -696,7 +664,7 @@ fn format_2_rows_hold_list_columns_and_the_summary_keeps_their_types() {
     let ds = dataset::read_dataset(&dir).unwrap();
     // Format 2 on disk: list columns, and the file says so.
     let part = &dataset::part_files(&dir).unwrap()[0];
-    let (b, meta) = metachron::output::parquet::read_parquet(part).unwrap();
+    let (b, meta) = metachron::parquet::read_parquet(part).unwrap();
     assert_eq!(meta[dataset::META_FORMAT], "2");
     let schema = b[0].schema();
     let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().to_string();

@@ -2,18 +2,15 @@
 //! quietly, by SIGPIPE as it ends `cat` (status 141 in a shell), never with a panic or
 //! an `error:` line.
 
+mod common;
+
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_metachron");
+use common::scratch;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metachron-pipe-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+const BIN: &str = env!("CARGO_BIN_EXE_metachron");
 
 /// A 2 x 2 sweep of 0.3 s runs, written into `dir/ds`.
 fn small_dataset(dir: &Path) -> PathBuf {

@@ -5,13 +5,12 @@
 
 mod common;
 
+use common::energy::run_without_dissipation;
 use common::validation::{disagreements, point, run_engines};
 use metachron::batch::run_batch;
 use metachron::model::axoneme::{couple_energy, couple_force, phase, CoupleMatrices};
 use metachron::model::Robot;
 use metachron::params::Params;
-use metachron::reference::{run_reference, ReferenceSettings};
-use metachron::sample::{Deadline, Sample, SampleTimes};
 use metachron::simulate::{Backend, RunConfig};
 
 /// A bent, stretched, slanted leg state (every curvature term non-zero).
@@ -48,7 +47,7 @@ fn couple_force_is_minus_the_gradient_of_the_couple_energy() {
         let leg = bent_leg(&robot);
         let t = 0.83;
         let mut qa = vec![0.0; leg.len()];
-        couple_force(&robot, 1, &leg, t, &mut qa);
+        couple_force(&robot.p, 1, &leg, t, &mut qa);
         let scale = qa.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
         assert!(scale > 1.0, "{extra:?}: the couple does act ({scale})");
         // E_A is quadratic in q: central differences are exact up to round-off.
@@ -58,7 +57,7 @@ fn couple_force_is_minus_the_gradient_of_the_couple_energy() {
             up[j] += d;
             down[j] -= d;
             let grad =
-                (couple_energy(&robot, 1, &up, t) - couple_energy(&robot, 1, &down, t)) / (2.0 * d);
+                (couple_energy(&robot.p, 1, &up, t) - couple_energy(&robot.p, 1, &down, t)) / (2.0 * d);
             assert!(
                 (qa[j] + grad).abs() <= 1e-8 * scale,
                 "{extra:?} unknown {j}: Q_A {} vs -dE/dq {}",
@@ -87,9 +86,9 @@ fn a_masked_leg_feels_no_couple() {
     let robot = Robot::new(&p);
     let leg = bent_leg(&robot);
     let mut qa = vec![0.0; leg.len()];
-    couple_force(&robot, 1, &leg, 0.5, &mut qa);
+    couple_force(&robot.p, 1, &leg, 0.5, &mut qa);
     assert!(qa.iter().all(|&x| x == 0.0));
-    couple_force(&robot, 2, &leg, 0.5, &mut qa);
+    couple_force(&robot.p, 2, &leg, 0.5, &mut qa);
     assert!(qa.iter().any(|&x| x != 0.0));
 }
 
@@ -97,48 +96,24 @@ fn a_masked_leg_feels_no_couple() {
 /// gravity + contact + penalty + E_A is conserved without dissipation and actuation.
 #[test]
 fn energy_with_a_static_couple_is_conserved_on_the_reference() {
-    let mut p = Params {
-        zeta: 0.0,
-        nu: 0.0,
-        k_p: 0.0,
-        mu: 0.0,
-        t_final: 0.3,
-        ..Params::default()
-    };
-    for o in [
-        "actuated=none",
-        "axo_f=400",
-        "axo_omega=0",
-        "axo_k=1.5",
-        "axo_dphi=30deg",
-    ] {
-        p.apply_override(o).unwrap();
-    }
-    let r = Robot::new(&p);
-    let settings = ReferenceSettings {
-        rtol: 1e-9,
-        atol: 1e-11,
-        ..ReferenceSettings::default()
-    };
-    let times = SampleTimes::new(0.01, p.t_final, 30);
     let (mut totals, mut couple) = (Vec::new(), Vec::new());
     let mut kinetic: f64 = 0.0;
-    let run = run_reference(
-        &r,
-        &settings,
-        &times,
-        Deadline::NONE,
-        |s: &Sample| {
+    run_without_dissipation(
+        &[
+            "actuated=none",
+            "axo_f=400",
+            "axo_omega=0",
+            "axo_k=1.5",
+            "axo_dphi=30deg",
+        ],
+        |r, s| {
             let e = r.energy(&s.q, &s.v);
             let ea = r.couple_energy(s.t, &s.q);
             kinetic = kinetic.max(e.kinetic);
             totals.push(e.total() + ea);
             couple.push(ea);
         },
-        |_| {},
-    )
-    .unwrap();
-    assert!(run.status.is_ok());
+    );
     let spread = |x: &[f64]| x.iter().map(|e| (e - x[0]).abs()).fold(0.0, f64::max);
     let drift = spread(&totals);
     assert!(kinetic > 1.0, "kinetic {kinetic}");

@@ -2,20 +2,14 @@
 //! (tests/readme_examples.rs): no GPU noise on CPU runs, GPU flags that fail loudly,
 //! snapshot directories that do not mix runs, the installed-binary helpers.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_metachron");
+use common::scratch;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "metachron-first-hour-{name}-{}",
-        std::process::id()
-    ));
-    std::fs::remove_dir_all(&d).ok();
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+const BIN: &str = env!("CARGO_BIN_EXE_metachron");
 
 fn run(args: &[&str], dir: &Path) -> Output {
     Command::new(BIN)

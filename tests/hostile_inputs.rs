@@ -3,10 +3,13 @@
 //! and ends (exit 0, or 1 for a point that is not ok) well within a watchdog's bound.
 //! None may panic, and none may run on without limit.
 
+mod common;
+
 use std::io::Read;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use common::scratch;
 
 /// Far above what any case needs (the slowest runs into a 2 s --point-timeout): a
 /// case still running then runs without limit.
@@ -88,13 +91,6 @@ fn check(args: &[&str], expect: Expect) {
             o.stderr
         ),
     }
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// `--set` values at and past every edge, on the cpu and reference backends.

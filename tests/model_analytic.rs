@@ -1,11 +1,12 @@
 //! The model against analytic results: Hermite element matrices, an Euler–Bernoulli
 //! cantilever, the rest state and energy conservation.
 
+mod common;
+
+use common::energy::run_without_dissipation;
 use metachron::model::hermite::assemble;
 use metachron::model::Robot;
 use metachron::params::Params;
-use metachron::reference::{run_reference, ReferenceSettings};
-use metachron::sample::{Deadline, Sample, SampleTimes};
 use nalgebra::{DMatrix, DVector};
 
 #[test]
@@ -107,38 +108,13 @@ fn rest_state_has_zero_acceleration_without_gravity_and_actuation() {
 
 #[test]
 fn energy_is_conserved_without_dissipation_actuation_and_penalty_damping() {
-    let mut p = Params {
-        zeta: 0.0,
-        nu: 0.0,
-        k_p: 0.0,
-        mu: 0.0,
-        t_final: 0.3,
-        ..Params::default()
-    };
-    p.apply_override("actuated=none").unwrap();
-    let r = Robot::new(&p);
-    let settings = ReferenceSettings {
-        rtol: 1e-9,
-        atol: 1e-11,
-        ..ReferenceSettings::default()
-    };
-    let times = SampleTimes::new(0.01, p.t_final, 30);
     let mut energies = Vec::new();
     let mut kinetic: f64 = 0.0;
-    let run = run_reference(
-        &r,
-        &settings,
-        &times,
-        Deadline::NONE,
-        |s: &Sample| {
-            let e = r.energy(&s.q, &s.v);
-            kinetic = kinetic.max(e.kinetic);
-            energies.push(e.total());
-        },
-        |_| {},
-    )
-    .unwrap();
-    assert!(run.status.is_ok());
+    run_without_dissipation(&["actuated=none"], |r, s| {
+        let e = r.energy(&s.q, &s.v);
+        kinetic = kinetic.max(e.kinetic);
+        energies.push(e.total());
+    });
     assert_eq!(energies.len(), 31);
     // Legs fall under gravity: a real exchange between potential and kinetic energy ...
     assert!(kinetic > 1.0, "kinetic {kinetic}");

@@ -1,21 +1,16 @@
 //! Parquet round trips, parameter errors and the `simulate` command end to end.
 
-use std::path::PathBuf;
+mod common;
+
 use std::process::Command;
 
 use arrow_array::{Array, Float64Array, ListArray, StringArray, UInt32Array};
+use common::scratch;
 use metachron::batch::run_point;
 use metachron::error::ParamError;
-use metachron::output::parquet::{metrics_batch, read_parquet, timeseries_batch, write_atomic};
 use metachron::params::Params;
+use metachron::parquet::{metrics_batch, read_parquet, timeseries_batch, write_atomic};
 use metachron::simulate::{Backend, RunConfig};
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metachron-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn short_run() -> (RunConfig, metachron::simulate::PointResult) {
     let mut cfg = RunConfig::default();

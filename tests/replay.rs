@@ -7,18 +7,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::scratch;
 use metachron::metrics::METRIC_COLUMNS;
-use metachron::output::parquet::read_parquet;
+use metachron::parquet::read_parquet;
 use metachron::sweep::dataset::{read_dataset, Column, Dataset};
 
 const BIN: &str = env!("CARGO_BIN_EXE_metachron");
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metachron-replay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn metachron(args: &[&str], dir: &Path) -> (i32, String, String) {
     let out = Command::new(BIN)

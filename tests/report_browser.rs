@@ -5,18 +5,15 @@
 //! Where METACHRON_REQUIRE_BROWSER=1 (as in .ci/run) a missing chromium fails the
 //! test; elsewhere it is skipped with the reason printed.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_metachron");
+use common::scratch;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metachron-report-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+const BIN: &str = env!("CARGO_BIN_EXE_metachron");
 
 fn metachron(args: &[&str], dir: &Path) -> String {
     let out = Command::new(BIN)

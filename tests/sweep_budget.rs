@@ -2,22 +2,17 @@
 //! `budget_exceeded` (time reached, NaN metrics, an `error` text) and the rest of its
 //! chunk is written; step budgets of both engines; rows that are not `ok` say why.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 
+use common::scratch;
 use metachron::batch::{run_batch, run_degrading, run_point};
 use metachron::error::SolverError;
 use metachron::metrics::METRIC_COLUMNS;
 use metachron::sample::Status;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 use metachron::sweep::dataset::{self, Column};
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn small(t_final: f64) -> RunConfig {
     let mut c = RunConfig::default();

@@ -2,18 +2,21 @@
 //! and a second writer are each caught; `--resume` runs again exactly the points it
 //! cannot trust and `metachron check` says what it found.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::{StringArray, UInt64Array};
 use arrow_schema::DataType;
-use metachron::output::parquet::{field, write_atomic, TableBuilder};
-use metachron::simulate::Backend;
+use common::scratch;
+use common::sweep::opts;
+use metachron::parquet::{field, write_atomic, TableBuilder};
 use metachron::sweep::dataset::{self, Column, Dataset};
-use metachron::sweep::run::{self, RunOptions};
+use metachron::sweep::run;
 use metachron::sweep::verify::{self, Defect};
-use metachron::sweep::{Plan, Shard, SweepSpec};
+use metachron::sweep::{Plan, SweepSpec};
 
 /// 40 cheap points (3 legs x 3 nodes, 0.2 s).
 const SWEEP: &str = r#"name = "integrity"
@@ -29,26 +32,8 @@ param = "beta"
 values = [50.0, 100.0, 200.0, 400.0, 800.0]
 "#;
 
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn spec() -> SweepSpec {
     SweepSpec::from_str_named(SWEEP, "integrity.toml", "integrity").unwrap()
-}
-
-fn opts(out: &Path, batch: usize, resume: bool) -> RunOptions {
-    RunOptions {
-        out: out.to_path_buf(),
-        backend: Backend::Cpu,
-        batch,
-        resume,
-        shard: Shard::default(),
-        stop_after_chunks: None,
-    }
 }
 
 /// Run (or resume) the sweep; returns (already done, run now, quarantined files).

@@ -3,12 +3,14 @@
 //! real mid-run), shards read as one dataset, the Parquet parts are self-describing,
 //! and maps are drawn.
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::scratch;
+use common::sweep::opts;
 use metachron::output::map::{draw_map, MapRequest};
-use metachron::simulate::Backend;
 use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::{Plan, Shard, SweepSpec};
@@ -28,24 +30,6 @@ logspace = { start = 50.0, stop = 5000.0, num = 4 }
 param = "actuated"
 values = ["all", "first", [0, 1, 0]]
 "#;
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn opts(out: &Path, batch: usize) -> RunOptions {
-    RunOptions {
-        out: out.to_path_buf(),
-        backend: Backend::Cpu,
-        batch,
-        resume: false,
-        shard: Shard::default(),
-        stop_after_chunks: None,
-    }
-}
 
 fn run_all(spec: &SweepSpec, o: &RunOptions) -> run::RunSummary {
     let plan = Plan::new(spec).unwrap();
@@ -78,11 +62,11 @@ fn stopped_then_resumed_equals_uninterrupted() {
     let spec = SweepSpec::from_str_named(SMALL, "small.toml", "small").unwrap();
     assert_eq!(spec.point_count(), 24);
     let full = scratch("resume-full");
-    let s = run_all(&spec, &opts(&full, 5));
+    let s = run_all(&spec, &opts(&full, 5, false));
     assert_eq!((s.points_run, s.chunks_written), (24, 5));
 
     let part = scratch("resume-part");
-    let mut o = opts(&part, 5);
+    let mut o = opts(&part, 5, false);
     o.stop_after_chunks = Some(2);
     let s = run_all(&spec, &o);
     assert!(s.stopped);
@@ -90,12 +74,12 @@ fn stopped_then_resumed_equals_uninterrupted() {
     assert_eq!(dataset::part_files(&part).unwrap().len(), 2);
     // Without --resume an existing dataset is refused.
     let plan = Plan::new(&spec).unwrap();
-    let e = run::work(&spec, &plan, &opts(&part, 5))
+    let e = run::work(&spec, &plan, &opts(&part, 5, false))
         .err()
         .expect("refused");
     assert!(e.to_string().contains("--resume"), "{e}");
     // Resume, with a different batch size: only the 14 missing points run.
-    let mut o = opts(&part, 4);
+    let mut o = opts(&part, 4, false);
     o.resume = true;
     let work = run::work(&spec, &plan, &o).unwrap();
     assert_eq!((work.already_done, work.pending.len()), (10, 14));
@@ -123,7 +107,7 @@ fn shards_write_one_dataset() {
     let spec = SweepSpec::from_str_named(SMALL, "small.toml", "small").unwrap();
     let dir = scratch("shards");
     for k in 0..3 {
-        let mut o = opts(&dir, 8);
+        let mut o = opts(&dir, 8, false);
         o.shard = Shard::new(k, 3).unwrap();
         o.resume = k > 0; // later shards join the existing dataset
         run_all(&spec, &o);
@@ -135,7 +119,7 @@ fn shards_write_one_dataset() {
     // A resuming shard leaves other shards' in-flight temporaries alone.
     let busy = dir.join("shard=0/.part-000000099.parquet.tmp-1");
     std::fs::write(&busy, b"being written").unwrap();
-    let mut o = opts(&dir, 8);
+    let mut o = opts(&dir, 8, false);
     o.shard = Shard::new(1, 3).unwrap();
     o.resume = true;
     assert_eq!(run_all(&spec, &o).points_run, 0);
@@ -149,11 +133,11 @@ fn shards_write_one_dataset() {
 fn parts_are_typed_with_units_and_self_describing_metadata() {
     let spec = SweepSpec::from_str_named(SMALL, "small.toml", "small").unwrap();
     let dir = scratch("roundtrip");
-    run_all(&spec, &opts(&dir, 24));
+    run_all(&spec, &opts(&dir, 24, false));
     let files = dataset::part_files(&dir).unwrap();
     assert_eq!(files.len(), 1);
     assert!(files[0].ends_with("shard=0/part-000000000.parquet"));
-    let (batches, meta) = metachron::output::parquet::read_parquet(&files[0]).unwrap();
+    let (batches, meta) = metachron::parquet::read_parquet(&files[0]).unwrap();
     let schema = batches[0].schema();
     let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().clone();
     let unit = |n: &str| {
@@ -203,7 +187,7 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     assert_ne!(psi[0], psi[1], "repeats start from different random phases");
 
     // --validate: re-run 2 random points on the reference; the cpu rows agree with it.
-    let v = run::validate(&spec, &Plan::new(&spec).unwrap(), &opts(&dir, 24), 2).unwrap();
+    let v = run::validate(&spec, &Plan::new(&spec).unwrap(), &opts(&dir, 24, false), 2).unwrap();
     assert_eq!((v.points, v.class_agree), (2, 2));
     let lag = v
         .max_abs_diff
@@ -339,7 +323,7 @@ fn killed_binary_then_resume_equals_uninterrupted() {
 
     let spec = SweepSpec::from_str_named(text, "kill.toml", "kill").unwrap();
     let full = dir.join("full");
-    run_all(&spec, &opts(&full, 32));
+    run_all(&spec, &opts(&full, 32, false));
     let a = dataset::read_dataset(&full).unwrap();
     let b = dataset::read_dataset(&out).unwrap();
     assert_eq!(a.rows(), 32);

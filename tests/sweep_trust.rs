@@ -5,17 +5,21 @@
 //! is checked, readers refuse what `check` would not pass, and `check` knows refined
 //! and adaptive sweeps. Values in the environment that cannot mean anything are errors.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use metachron::simulate::Backend;
+use common::scratch;
+use common::sweep::opts;
+use common::sweep::REFINED;
 use metachron::sweep::atlas::{run_adaptive, run_refined, AdaptiveOutcome, RefineOutcome};
 use metachron::sweep::audit::{audit, read_verified};
 use metachron::sweep::dataset;
-use metachron::sweep::run::{self, RunOptions};
+use metachron::sweep::run;
 use metachron::sweep::verify::{self, Defect};
-use metachron::sweep::{Plan, Shard, SweepSpec};
+use metachron::sweep::{Plan, SweepSpec};
 
 const BIN: &str = env!("CARGO_BIN_EXE_metachron");
 
@@ -40,35 +44,15 @@ fn other_sweep() -> String {
         .replace("\"trust\"", "\"other\"")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("trust")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn spec_of(text: &str) -> SweepSpec {
     SweepSpec::from_str_named(text, "trust.toml", "trust").unwrap()
-}
-
-fn opts(out: &Path, batch: usize) -> RunOptions {
-    RunOptions {
-        out: out.to_path_buf(),
-        backend: Backend::Cpu,
-        batch,
-        resume: true,
-        shard: Shard::default(),
-        stop_after_chunks: None,
-    }
 }
 
 /// Run (or resume) `text` into `out` through the library.
 fn run_lib(text: &str, out: &Path, batch: usize) -> run::RunSummary {
     let spec = spec_of(text);
     let plan = Plan::new(&spec).unwrap();
-    let o = opts(out, batch);
+    let o = opts(out, batch, true);
     let work = run::work(&spec, &plan, &o).unwrap();
     run::run(&spec, &work.pending, &o, |_| {}).unwrap()
 }
@@ -352,7 +336,7 @@ fn two_sweeps_started_at_the_same_instant_never_share_a_directory() {
                     sc.spawn(move || {
                         let spec = spec_of(t);
                         let plan = Plan::new(&spec).unwrap();
-                        let o = opts(ds, 4);
+                        let o = opts(ds, 4, true);
                         barrier.wait();
                         let work = run::work(&spec, &plan, &o).map_err(|e| e.to_string())?;
                         let r = run::run(&spec, &work.pending, &o, |_| {}).unwrap();
@@ -553,7 +537,7 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     let ds = dir.join("digest");
     run_lib(SWEEP, &ds, 8);
     let part = dataset::part_files(&ds).unwrap()[0].clone();
-    let (batches, meta) = metachron::output::parquet::read_parquet(&part).unwrap();
+    let (batches, meta) = metachron::parquet::read_parquet(&part).unwrap();
     let mut cols = batches[0].columns().to_vec();
     let i = batches[0].schema().index_of("lag_order").unwrap();
     cols[i] = std::sync::Arc::new(arrow_array::Float64Array::from(vec![0.5; 8]));
@@ -577,7 +561,7 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     let o = bin(&["summarize", s(&ds), "--out", s(&sum), "--allow-incomplete"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("INCOMPLETE"), "{}", text(&o));
-    let m = metachron::output::parquet::read_parquet_metadata(&sum).unwrap();
+    let m = metachron::parquet::read_parquet_metadata(&sum).unwrap();
     let note = &m[metachron::sweep::schema::META_INCOMPLETE];
     assert!(
         note.contains("8 of 16") && note.contains("missing"),
@@ -616,33 +600,13 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     assert!(e.contains("bad part"), "{e}");
 }
 
-/// 3 legs x 3 nodes, 1 s, alpha x beta on a 3 x 3 grid refined twice on the lag order.
-const REFINED: &str = r#"name = "refined"
-[base]
-n_legs = 3
-n_nodes = 3
-t_final = 1.0
-actuated = "first"
-[[axes]]
-param = "alpha"
-logspace = { start = 10.0, stop = 10000.0, num = 3 }
-[[axes]]
-param = "beta"
-logspace = { start = 10.0, stop = 10000.0, num = 3 }
-[refine]
-by = "lag_order"
-threshold = 0.15
-max_level = 2
-max_points = 60
-"#;
-
 #[test]
 fn check_passes_a_finished_refined_sweep_and_names_what_an_unfinished_one_lacks() {
     let dir = scratch("refined");
     let spec = spec_of(REFINED);
     // Interrupted after the first level's chunks: not finished, and says so.
     let part = dir.join("part");
-    let mut o = opts(&part, 3);
+    let mut o = opts(&part, 3, true);
     o.resume = false;
     o.stop_after_chunks = Some(3);
     assert!(matches!(
@@ -698,7 +662,7 @@ fn check_passes_a_finished_adaptive_sweep_and_names_repeats_left() {
     let spec = spec_of(ADAPTIVE);
     let plan = Plan::new(&spec).unwrap();
     let out = dir.join("ds");
-    let mut o = opts(&out, 4);
+    let mut o = opts(&out, 4, true);
     o.resume = false;
     o.stop_after_chunks = Some(2);
     assert!(matches!(
@@ -777,7 +741,7 @@ fn a_quarantined_file_in_a_non_utf8_directory_keeps_its_reason() {
     std::fs::write(&part, &bytes).unwrap();
     let spec = spec_of(SWEEP);
     let plan = Plan::new(&spec).unwrap();
-    let work = run::work(&spec, &plan, &opts(&ds, 8)).unwrap();
+    let work = run::work(&spec, &plan, &opts(&ds, 8, true)).unwrap();
     assert_eq!(work.quarantined.len(), 1);
     let q = verify::quarantined(&ds);
     assert_eq!(q.len(), 1);

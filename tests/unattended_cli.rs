@@ -2,23 +2,19 @@
 //! grow with t_final, unwritable outputs fail before any computing, and messages name
 //! the field, the range and the user's path, once.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use metachron::output::parquet::read_parquet;
+use common::scratch;
+use metachron::parquet::read_parquet;
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_metachron"));
     c.env("XDG_RUNTIME_DIR", "/tmp");
     c
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn stderr(o: &Output) -> String {

@@ -7,9 +7,9 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
+use common::scratch;
 use metachron::batch::{run_batch, run_point};
 use metachron::gpu::GpuEngine;
 use metachron::metrics::Metrics;
@@ -188,13 +188,6 @@ fn gpu_reports_settled_like_the_cpu() {
         seen.contains(&Some(true)) && seen.contains(&Some(false)),
         "{seen:?}"
     );
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metachron-until-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn sweep(args: &[&str]) -> std::process::Output {

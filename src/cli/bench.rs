@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use metachron::bench::{self, BenchPlan, BenchRow, Machine};
 use metachron::integrate::lanes::Isa;
 use metachron::output::bench::write_bench;
-use metachron::output::parquet::PendingFile;
+use metachron::parquet::PendingFile;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Engine {

@@ -1,12 +1,14 @@
 //! GPU options shared by the commands that can run on the device, and
-//! `metachron devices`.
+//! `metachron devices` (the adapters, or the generated kernel of a shape).
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
-use metachron::gpu::{self, GpuOptions, PrecisionChoice};
+use metachron::gpu::layout::KernelShape;
+use metachron::gpu::{self, shader, GpuOptions, Precision, PrecisionChoice};
+use metachron::params::Range;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct GpuArgs {
@@ -73,8 +75,75 @@ pub fn quiet_window_system() {
     }
 }
 
-/// `metachron devices`: every adapter wgpu sees, with what metachron needs of it.
-pub fn devices() -> Result<ExitCode> {
+#[derive(Args, Debug)]
+pub struct DevicesArgs {
+    /// Print the WGSL kernel generated for LEGSxNODES (e.g. 9x7: 9 legs of 7 nodes),
+    /// checked by naga, instead of listing the adapters: the program wgpu is given,
+    /// readable like any shader file. Needs no GPU.
+    #[arg(long, value_name = "LEGSxNODES")]
+    pub dump_wgsl: Option<String>,
+    /// With --dump-wgsl: the kernel with the internal couple term (alpha_axo != 0).
+    #[arg(long, requires = "dump_wgsl")]
+    pub couple: bool,
+    /// With --dump-wgsl: the kernel's precision (f32 is the compensated kernel;
+    /// default f64).
+    #[arg(long, value_enum, requires = "dump_wgsl")]
+    pub precision: Option<KernelPrecision>,
+}
+
+/// The precision of a dumped kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KernelPrecision {
+    F64,
+    F32,
+}
+
+/// `LEGSxNODES` as a kernel shape, each count within its parameter's range.
+fn parse_shape(text: &str, couple: bool) -> Result<KernelShape> {
+    let (legs, nodes) = text.split_once(['x', 'X']).with_context(|| {
+        format!("--dump-wgsl `{text}`: expected LEGSxNODES, e.g. 9x7 (9 legs of 7 nodes)")
+    })?;
+    let count = |name: &str, v: &str| -> Result<usize> {
+        let range = metachron::params::spec(name)
+            .map(|s| s.range)
+            .with_context(|| format!("no parameter `{name}`"))?;
+        let Range::Int(lo, hi) = range else {
+            anyhow::bail!("parameter `{name}` is not a count");
+        };
+        v.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (lo..=hi).contains(n))
+            .with_context(|| {
+                format!(
+                    "--dump-wgsl `{text}`: {name} = `{v}`: allowed is {}",
+                    range.describe()
+                )
+            })
+    };
+    Ok(KernelShape {
+        n_legs: count("n_legs", legs)?,
+        n_nodes: count("n_nodes", nodes)?,
+        couple,
+    })
+}
+
+/// `metachron devices`: every adapter wgpu sees, with what metachron needs of it; with
+/// `--dump-wgsl`, the generated kernel of a shape instead.
+pub fn devices(args: DevicesArgs) -> Result<ExitCode> {
+    if let Some(text) = &args.dump_wgsl {
+        let shape = parse_shape(text, args.couple)?;
+        let precision = match args.precision.unwrap_or(KernelPrecision::F64) {
+            KernelPrecision::F64 => Precision::F64,
+            KernelPrecision::F32 => Precision::F32,
+        };
+        let src = shader::source(shape, precision);
+        shader::validate(&src)
+            .map_err(anyhow::Error::msg)
+            .context("the generated kernel does not validate")?;
+        std::io::Write::write_all(&mut std::io::stdout(), src.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
     quiet_window_system();
     let adapters = gpu::list_adapters();
     if adapters.is_empty() {

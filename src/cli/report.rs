@@ -231,7 +231,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
             .with_context(|| format!("--out: cannot create {}", parent.display()))?;
     }
     // Checked before any work: the page's directory must take a file.
-    drop(metachron::output::parquet::PendingFile::create(&a.out).context("--out")?);
+    drop(metachron::parquet::PendingFile::create(&a.out).context("--out")?);
     let scratch = Scratch(a.out.with_file_name(format!(
         ".{}.pictures-{}",
         a.out.file_name().unwrap_or_default().to_string_lossy(),

@@ -11,7 +11,8 @@ use metachron::batch::run_point_streaming;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::animate::{self, AnimationSettings, Animator};
-use metachron::output::{parquet, plots};
+use metachron::output::plots;
+use metachron::parquet;
 use metachron::reference::Method;
 use metachron::sample::Sample;
 use metachron::simulate::{Backend, PointResult, RunConfig};
@@ -139,11 +140,9 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     cfg.until_settled = a.until_settled;
     // The message says the parameter; where it came from (--config, --set) is the user's.
     cfg.validate().map_err(|e| anyhow::anyhow!(e.detail()))?;
-    anyhow::ensure!(
-        a.until_settled.is_none() || a.backend != Backend::Reference,
-        "--until-settled: not supported on backend reference (the adaptive solver cannot \
-         continue a run from its kept state); use --backend cpu or gpu"
-    );
+    if a.until_settled.is_some() {
+        a.backend.continues().context("--until-settled")?;
+    }
     if a.backend == Backend::Gpu {
         a.gpu.apply()?;
     } else {

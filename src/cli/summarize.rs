@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use metachron::output::parquet::write_atomic;
+use metachron::parquet::write_atomic;
 use metachron::sweep::audit::read_verified;
 use metachron::sweep::schema::{META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL, META_SUMMARY_OF};
 use metachron::sweep::summary::{summarize, Z95};

@@ -20,7 +20,7 @@ use super::layout::{
 };
 use super::point_budget::{Budgets, BUDGET_STOP};
 use super::shader::{self, ENTRY_POINT};
-use super::tally::StateLayout;
+use super::tally::{self, RunningSum, StateLayout};
 use super::{GpuError, Precision};
 use crate::error::SolverError;
 use crate::integrate::continuation::continued_schedule;
@@ -151,11 +151,14 @@ fn extend_unsettled(
         let stop = budgets.stopped_at(i);
         let m = finish_instance(cfg, &plans[i], lay, state, b, i, status[i], stop, 0.0);
         let pl = &mut plans[i];
-        let next = m
-            .metrics
-            .status
-            .is_ok()
-            .then(|| continued_schedule(cfg, &pl.sched, m.metrics.t_run, m.metrics.settled));
+        let next = m.metrics.status.is_ok().then(|| {
+            continued_schedule(
+                cfg.continuation(),
+                &pl.sched,
+                m.metrics.t_run,
+                m.metrics.settled,
+            )
+        });
         if let Some((_, sched)) = next.flatten() {
             pl.sched = sched;
             longer.push(i);
@@ -714,10 +717,10 @@ fn finish_instance(
         _ => (last_k + 1) * sched.steps_per_sample,
     };
     let win_count = (last_k + 1).saturating_sub(sched.window_first);
-    // The running sums of src/gpu/tally.rs, by name.
-    let sum = |name: &str| at(lay.sum(name));
-    let per_leg = |name: &str| (0..n).map(|l| at(lay.sum(name) + l)).collect::<Vec<_>>();
-    let pairs = |re: &str, im: &str| -> Vec<[f64; 2]> {
+    // The running sums of src/gpu/tally.rs.
+    let sum = |s: RunningSum| at(lay.sum(s));
+    let per_leg = |s: RunningSum| (0..n).map(|l| at(lay.sum(s) + l)).collect::<Vec<_>>();
+    let pairs = |re: RunningSum, im: RunningSum| -> Vec<[f64; 2]> {
         per_leg(re)
             .into_iter()
             .zip(per_leg(im))
@@ -726,21 +729,21 @@ fn finish_instance(
             .collect()
     };
     let tally = Tally {
-        first_y: Some(sum("first_y")),
+        first_y: Some(sum(tally::FIRST_Y)),
         last: Some(LastSample {
             t: time(last_k),
-            y: sum("last_y"),
-            work: sum("last_work"),
-            work_axo: sum("last_work_axo"),
+            y: sum(tally::LAST_Y),
+            work: sum(tally::LAST_WORK),
+            work_axo: sum(tally::LAST_WORK_AXO),
         }),
-        max_inext: per_leg("max_inext").into_iter().fold(0.0, f64::max),
-        phi: per_leg("phi"),
+        max_inext: per_leg(tally::MAX_INEXT).into_iter().fold(0.0, f64::max),
+        phi: per_leg(tally::PHI),
         win_count,
-        win_start: (win_count > 0).then(|| (time(sched.window_first), sum("window_y"))),
-        phi_start: per_leg("phi_start"),
-        pair_sum: pairs("pair_re", "pair_im"),
-        kuramoto_sum: sum("kuramoto_sum"),
-        contact_count: per_leg("contact_count")
+        win_start: (win_count > 0).then(|| (time(sched.window_first), sum(tally::WINDOW_Y))),
+        phi_start: per_leg(tally::PHI_START),
+        pair_sum: pairs(tally::PAIR_RE, tally::PAIR_IM),
+        kuramoto_sum: sum(tally::KURAMOTO_SUM),
+        contact_count: per_leg(tally::CONTACT_COUNT)
             .into_iter()
             .map(|c| c as usize)
             .collect(),
@@ -749,8 +752,8 @@ fn finish_instance(
         mid: (last_k >= sched.window_mid).then(|| TallyMid {
             t: time(sched.window_mid),
             count: sched.window_mid - sched.window_first,
-            phi: per_leg("mid_phi"),
-            pair_sum: pairs("mid_pair_re", "mid_pair_im"),
+            phi: per_leg(tally::MID_PHI),
+            pair_sum: pairs(tally::MID_PAIR_RE, tally::MID_PAIR_IM),
         }),
     };
     let acc = MetricsAccumulator::from_tally(p, &cfg.metrics, tally);

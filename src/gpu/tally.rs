@@ -35,39 +35,59 @@ const fn robot(name: &'static str) -> RunningSum {
     }
 }
 
+/// Actuation work ∫|M0ψ̇|dt of this leg (summed over legs at each sample), and the
+/// internal couple's ∫|Q_A·q̇|dt (kept by kernels with the couple, else 0).
+pub const WORK: RunningSum = leg("work");
+pub const WORK_AXO: RunningSum = leg("work_axo");
+/// Unwrapped phase φ (0 at t = 0) and its value at the first window sample.
+pub const PHI: RunningSum = leg("phi");
+pub const PHI_START: RunningSum = leg("phi_start");
+/// The previous sample's unit basal tangent.
+pub const PREV_TX: RunningSum = leg("prev_tx");
+pub const PREV_TY: RunningSum = leg("prev_ty");
+/// Σ e^{iΔ} over the window for the pair (leg, leg + 1); the last leg's stays 0.
+pub const PAIR_RE: RunningSum = leg("pair_re");
+pub const PAIR_IM: RunningSum = leg("pair_im");
+/// Window samples with the tip in contact.
+pub const CONTACT_COUNT: RunningSum = leg("contact_count");
+/// φ and the pair sums at the first sample of the window's second half (before it
+/// is added): the halves of the `settled` check (`MetricsAccumulator::settled`).
+pub const MID_PHI: RunningSum = leg("mid_phi");
+pub const MID_PAIR_RE: RunningSum = leg("mid_pair_re");
+pub const MID_PAIR_IM: RunningSum = leg("mid_pair_im");
+/// Largest |qᵀGq − ℓ|/ℓ of this leg over the run's samples.
+pub const MAX_INEXT: RunningSum = leg("max_inext");
+/// Σ over window samples of |mean e^{iφ}|.
+pub const KURAMOTO_SUM: RunningSum = robot("kuramoto_sum");
+/// Y_b at the first sample, the first window sample and the last sample.
+pub const FIRST_Y: RunningSum = robot("first_y");
+pub const WINDOW_Y: RunningSum = robot("window_y");
+pub const LAST_Y: RunningSum = robot("last_y");
+/// Actuation work and the couples' work of the robot at the last sample.
+pub const LAST_WORK: RunningSum = robot("last_work");
+pub const LAST_WORK_AXO: RunningSum = robot("last_work_axo");
+
 /// The running sums, in state-buffer order (after q and v).
 pub const RUNNING_SUMS: &[RunningSum] = &[
-    // Actuation work ∫|M0ψ̇|dt of this leg (summed over legs at each sample), and the
-    // internal couple's ∫|Q_A·q̇|dt (kept by kernels with the couple, else 0).
-    leg("work"),
-    leg("work_axo"),
-    // Unwrapped phase φ (0 at t = 0) and its value at the first window sample.
-    leg("phi"),
-    leg("phi_start"),
-    // The previous sample's unit basal tangent.
-    leg("prev_tx"),
-    leg("prev_ty"),
-    // Σ e^{iΔ} over the window for the pair (leg, leg + 1); the last leg's stays 0.
-    leg("pair_re"),
-    leg("pair_im"),
-    // Window samples with the tip in contact.
-    leg("contact_count"),
-    // φ and the pair sums at the first sample of the window's second half (before it
-    // is added): the halves of the `settled` check (`MetricsAccumulator::settled`).
-    leg("mid_phi"),
-    leg("mid_pair_re"),
-    leg("mid_pair_im"),
-    // Largest |qᵀGq − ℓ|/ℓ of this leg over the run's samples.
-    leg("max_inext"),
-    // Σ over window samples of |mean e^{iφ}|.
-    robot("kuramoto_sum"),
-    // Y_b at the first sample, the first window sample and the last sample.
-    robot("first_y"),
-    robot("window_y"),
-    robot("last_y"),
-    // Actuation work and the couples' work of the robot at the last sample.
-    robot("last_work"),
-    robot("last_work_axo"),
+    WORK,
+    WORK_AXO,
+    PHI,
+    PHI_START,
+    PREV_TX,
+    PREV_TY,
+    PAIR_RE,
+    PAIR_IM,
+    CONTACT_COUNT,
+    MID_PHI,
+    MID_PAIR_RE,
+    MID_PAIR_IM,
+    MAX_INEXT,
+    KURAMOTO_SUM,
+    FIRST_Y,
+    WINDOW_Y,
+    LAST_Y,
+    LAST_WORK,
+    LAST_WORK_AXO,
 ];
 
 /// Slots of one instance's resident state (SoA: slot s of instance i is
@@ -112,16 +132,16 @@ impl StateLayout {
             Per::Robot => 1,
         }
     }
-    /// First slot of running sum `name` (leg l of a per-leg sum is at `+ l`).
-    pub fn sum(&self, name: &str) -> usize {
+    /// First slot of running sum `sum` (leg l of a per-leg sum is at `+ l`).
+    pub fn sum(&self, sum: RunningSum) -> usize {
         let mut at = self.sums();
         for s in RUNNING_SUMS {
-            if s.name == name {
+            if s.name == sum.name {
                 return at;
             }
             at += self.width(s.per);
         }
-        panic!("no running sum {name:?} in RUNNING_SUMS")
+        panic!("running sum {:?} is not listed in RUNNING_SUMS", sum.name)
     }
     fn sums_end(&self) -> usize {
         self.sums()
@@ -152,7 +172,7 @@ impl StateLayout {
 pub fn wgsl_load(lay: &StateLayout) -> String {
     let mut s = String::new();
     for r in RUNNING_SUMS {
-        let at = lay.sum(r.name);
+        let at = lay.sum(*r);
         let idx = match r.per {
             Per::Leg => format!("{at}u + leg"),
             Per::Robot => format!("{at}u"),
@@ -169,7 +189,7 @@ pub fn wgsl_load(lay: &StateLayout) -> String {
 pub fn wgsl_store(lay: &StateLayout) -> String {
     let mut s = String::new();
     for r in RUNNING_SUMS {
-        let at = lay.sum(r.name);
+        let at = lay.sum(*r);
         let line = match r.per {
             Per::Leg => format!("state[slot({at}u + leg, ri)] = t_{};", r.name),
             Per::Robot => format!("if leg == 0u {{ state[slot({at}u, ri)] = t_{}; }}", r.name),

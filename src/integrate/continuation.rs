@@ -5,9 +5,17 @@
 
 use crate::error::SettingsError;
 use crate::integrate::schedule::SampleSchedule;
-use crate::metrics::MetricsAccumulator;
+use crate::metrics::{MetricsAccumulator, MetricsSettings};
 use crate::sample::Status;
-use crate::simulate::RunConfig;
+
+/// Why runs on the reference backend do not continue: its adaptive solver keeps no state
+/// to continue from (a rerun from zero would pay the whole horizon again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not supported on backend reference: the adaptive solver cannot continue a run from \
+     its kept state (docs/atlas.md); use --backend cpu or gpu"
+)]
+pub struct ReferenceCannotContinue;
 
 /// Check `max_t` against the run it continues: at least one continuation step must fit,
 /// and t_final must be a whole number of output intervals (a continued run's samples
@@ -51,34 +59,44 @@ pub fn next_horizon(
     (settled == Some(false) && next <= max_t * (1.0 + 1e-12)).then_some(next)
 }
 
+/// What the rule reads of a run's configuration: the cap `--until-settled MAX_T` (none:
+/// the run never continues), the initial horizon t_final (the continuation step) and
+/// the metric settings (the window of the continued schedule).
+#[derive(Debug, Clone, Copy)]
+pub struct Continuation<'a> {
+    pub max_t: Option<f64>,
+    pub t_final: f64,
+    pub metrics: &'a MetricsSettings,
+}
+
 /// At the ok end of `ended`: if the run is to continue, move `acc` to the next horizon
 /// and return the continued schedule (same grid, window of the same length ending at
 /// the new horizon); else `None` and `acc` is untouched.
 pub fn continue_run(
     acc: &mut MetricsAccumulator,
-    cfg: &RunConfig,
+    rule: Continuation,
     ended: &SampleSchedule,
 ) -> Option<SampleSchedule> {
-    cfg.until_settled?;
+    rule.max_t?;
     let settled = acc.finish(Status::Ok).settled;
-    let (next, longer) = continued_schedule(cfg, ended, acc.t_run(), settled)?;
+    let (next, longer) = continued_schedule(rule, ended, acc.t_run(), settled)?;
     acc.continue_to(next).ok()?;
     Some(longer)
 }
 
-/// The rule for an engine that keeps its own metric sums (the GPU host): a run of `cfg`
+/// The rule for an engine that keeps its own metric sums (the GPU host): a run under `rule`
 /// that ended ok at the end of `ended` (horizon `t_run`, `settled`) continues to the
 /// returned horizon with the returned schedule (same grid, window of the same length
 /// ending at the new horizon), or ends (`None`).
 pub fn continued_schedule(
-    cfg: &RunConfig,
+    rule: Continuation,
     ended: &SampleSchedule,
     t_run: f64,
     settled: Option<bool>,
 ) -> Option<(f64, SampleSchedule)> {
-    let next = next_horizon(cfg.until_settled, cfg.params.t_final, t_run, settled)?;
-    let window_len = cfg.metrics.window_len(cfg.params.t_final);
-    Some((next, ended.continued(&cfg.metrics, next, window_len)?))
+    let next = next_horizon(rule.max_t, rule.t_final, t_run, settled)?;
+    let window_len = rule.metrics.window_len(rule.t_final);
+    Some((next, ended.continued(rule.metrics, next, window_len)?))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! costs O(N) instead of O(N³). diffsol's BDF/ESDIRK on the full dense system gave the
 //! same solution (tested) at 5–10× the cost.
 
-use super::bordered_band::BorderedBand;
+use super::bordered_band::{BorderedBand, SingularMatrix};
 use super::events::{DenseStep, Switching};
 use super::settings::{ReferenceSettings, SolverStats};
 use crate::model::contact::gap;
@@ -203,6 +203,103 @@ fn wrms(e: &[f64], y0: &[f64], y1: &[f64], rtol: f64, atol: f64) -> f64 {
     (s / e.len() as f64).sqrt()
 }
 
+/// The Newton matrix I − hγJ_v − (hγ)²J_q, written on the band and border of `newton`
+/// (the factorisation touches nothing else), then factorised.
+fn factor_newton_matrix(
+    newton: &mut BorderedBand,
+    jq: &[f64],
+    jv: &[f64],
+    hg: f64,
+) -> Result<(), SingularMatrix> {
+    let nq = newton.n;
+    newton.a.fill(0.0);
+    for r in 0..nq {
+        for c in newton.pattern(r) {
+            let i = r * nq + c;
+            newton.a[i] = -hg * jv[i] - hg * hg * jq[i] + if r == c { 1.0 } else { 0.0 };
+        }
+    }
+    newton.factor()
+}
+
+/// What the error estimate of a step reads: the stages' slopes and accelerations, the
+/// Jacobian's position block, the factorised Newton matrix, h and hγ.
+struct ErrorInputs<'a> {
+    vs: &'a [Vec<f64>],
+    accs: &'a [Vec<f64>],
+    jq: &'a [f64],
+    newton: &'a BorderedBand,
+    h_step: f64,
+    hg: f64,
+}
+
+/// The step's error norm (≤ 1: accept): the embedded estimate (weights `D`) of q and
+/// v, filtered through (I − hγJ)⁻¹ (Hairer–Wanner: stiff components, servo and
+/// penalty, are damped by the method but not by the raw estimate), in the weighted RMS
+/// norm of each of q and v against its old and new value (`states`). `err` and `res`
+/// are scratch space.
+fn error_norm(
+    x: ErrorInputs,
+    states: [(&[f64], &[f64]); 2],
+    (rtol, atol): (f64, f64),
+    (err_q, err_v): (&mut [f64], &mut [f64]),
+    res: &mut [f64],
+) -> f64 {
+    let nq = err_q.len();
+    for k in 0..nq {
+        let (mut eq, mut ev) = (0.0, 0.0);
+        for (j, d) in D.iter().enumerate() {
+            eq += d * x.vs[j][k];
+            ev += d * x.accs[j][k];
+        }
+        err_q[k] = x.h_step * eq;
+        err_v[k] = x.h_step * ev;
+    }
+    // Reduced form: M e'_v = e_v + hγ A_q e_q, e'_q = e_q + hγ e'_v.
+    for r in 0..nq {
+        let row = &x.jq[r * nq..(r + 1) * nq];
+        res[r] = err_v[r] + x.hg * x.newton.pattern(r).map(|c| row[c] * err_q[c]).sum::<f64>();
+    }
+    x.newton.solve(res);
+    err_v.copy_from_slice(res);
+    for (e, r) in err_q.iter_mut().zip(res.iter()) {
+        *e += x.hg * r;
+    }
+    let [(q, q_new), (v, v_new)] = states;
+    let eq = wrms(err_q, q, q_new, rtol, atol);
+    let ev = wrms(err_v, v, v_new, rtol, atol);
+    ((eq * eq + ev * ev) / 2.0).sqrt()
+}
+
+/// Hand `on_sample` the samples inside the accepted step (t, t_new], from the step's
+/// cubic Hermite interpolant (work interpolated linearly between `works`), starting
+/// at sample `next`; returns the next sample still to come.
+fn emit_samples(
+    robot: &Robot,
+    sample_times: &SampleTimes,
+    mut next: usize,
+    (t, t_new): (f64, f64),
+    dense: &DenseStep,
+    (work, w_new): (&Powers, &Powers),
+    on_sample: &mut dyn FnMut(&Sample),
+) -> usize {
+    let nq = dense.q0.len();
+    while next < sample_times.len() && sample_times.at(next) <= t_new {
+        let ts = sample_times.at(next);
+        let s = (ts - t) / dense.h;
+        let (mut qi, mut vi) = (vec![0.0; nq], vec![0.0; nq]);
+        dense.q(s, &mut qi);
+        dense.v(s, &mut vi);
+        let within = |f: fn(&Powers) -> f64| f(work) + s * (f(w_new) - f(work));
+        let mut smp = Sample::from_state(robot, ts, &qi, within(|p| p.servo));
+        smp.work_axo = within(|p| p.couple);
+        smp.v = vi;
+        on_sample(&smp);
+        next += 1;
+    }
+    next
+}
+
 /// Integrate from the initial state to `t_final`; see [`crate::reference::run_reference`].
 pub fn integrate(
     robot: &Robot,
@@ -286,15 +383,7 @@ pub fn integrate(
             lu_hg = f64::NAN;
         }
         if lu_hg != hg {
-            // Only the band and the border are non-zero (the factorisation touches nothing else).
-            newton.a.fill(0.0);
-            for r in 0..nq {
-                for c in newton.pattern(r) {
-                    let i = r * nq + c;
-                    newton.a[i] = -hg * jv[i] - hg * hg * jq[i] + if r == c { 1.0 } else { 0.0 };
-                }
-            }
-            if newton.factor().is_err() {
+            if factor_newton_matrix(&mut newton, &jq, &jv, hg).is_err() {
                 break failed(t, SolverFailure::SingularMatrix);
             }
             stats.lu_factorizations += 1;
@@ -390,29 +479,21 @@ pub fn integrate(
         for k in 0..nq {
             q_new[k] = q_t[k] + hg * vs[STAGES - 1][k];
             v_new[k] = vs[STAGES - 1][k];
-            let (mut eq, mut ev) = (0.0, 0.0);
-            for j in 0..STAGES {
-                eq += D[j] * vs[j][k];
-                ev += D[j] * accs[j][k];
-            }
-            err_q[k] = h_step * eq;
-            err_v[k] = h_step * ev;
         }
-        // Filter the raw estimate through (I − hγJ)⁻¹ (Hairer–Wanner): stiff components
-        // (servo, penalty) are damped by the method but not by the raw estimate.
-        // Reduced form: M e'_v = e_v + hγ A_q e_q, e'_q = e_q + hγ e'_v.
-        for r in 0..nq {
-            let row = &jq[r * nq..(r + 1) * nq];
-            res[r] = err_v[r] + hg * newton.pattern(r).map(|c| row[c] * err_q[c]).sum::<f64>();
-        }
-        newton.solve(&mut res);
-        err_v.copy_from_slice(&res);
-        for (e, r) in err_q.iter_mut().zip(&res) {
-            *e += hg * r;
-        }
-        let eq = wrms(&err_q, &q, &q_new, rtol, atol);
-        let ev = wrms(&err_v, &v, &v_new, rtol, atol);
-        let err = ((eq * eq + ev * ev) / 2.0).sqrt();
+        let err = error_norm(
+            ErrorInputs {
+                vs: &vs,
+                accs: &accs,
+                jq: &jq,
+                newton: &newton,
+                h_step,
+                hg,
+            },
+            [(&q, &q_new), (&v, &v_new)],
+            (rtol, atol),
+            (&mut err_q, &mut err_v),
+            &mut res,
+        );
         let err_ok = err.is_finite() && err <= 1.0;
         // PI step-size controller (Gustafsson), exponents for an order-2 estimate.
         let factor = if err.is_finite() {
@@ -475,20 +556,15 @@ pub fn integrate(
         if !state_is_sane(&q_new) || !v_new.iter().all(|x| x.is_finite()) {
             break Status::Diverged { time: t_new };
         }
-        // Samples inside (t, t_new] from the step's cubic Hermite interpolant.
-        while next < sample_times.len() && sample_times.at(next) <= t_new {
-            let ts = sample_times.at(next);
-            let s = (ts - t) / h_step;
-            let (mut qi, mut vi) = (vec![0.0; nq], vec![0.0; nq]);
-            dense.q(s, &mut qi);
-            dense.v(s, &mut vi);
-            let within = |f: fn(&Powers) -> f64| f(&work) + s * (f(&w_new) - f(&work));
-            let mut smp = Sample::from_state(robot, ts, &qi, within(|p| p.servo));
-            smp.work_axo = within(|p| p.couple);
-            smp.v = vi;
-            on_sample(&smp);
-            next += 1;
-        }
+        next = emit_samples(
+            robot,
+            sample_times,
+            next,
+            (t, t_new),
+            &dense,
+            (&work, &w_new),
+            on_sample,
+        );
         std::mem::swap(&mut q, &mut q_new);
         std::mem::swap(&mut v, &mut v_new);
         a_n.copy_from_slice(&accs[STAGES - 1]);

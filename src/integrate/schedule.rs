@@ -2,7 +2,7 @@
 //! sample, and where the evaluation window begins. The CPU lane kernel, the GPU host
 //! and the metrics all read it from here.
 
-use crate::metrics::MetricsSettings;
+use crate::metrics::{window_midpoint, MetricsSettings};
 use crate::sample::SampleTimes;
 
 /// Output samples k = 0..=`n_samples` at `time(k)`; sample k ends after `steps_to(k)`
@@ -47,7 +47,7 @@ impl SampleSchedule {
             .round()
             .max(1.0) as usize;
         let window_first = metrics.first_sample_from(window_start, t_run);
-        let mid = window_start + 0.5 * (t_run - window_start);
+        let mid = window_midpoint(window_start, t_run - window_start);
         let window_mid = metrics
             .first_sample_from(mid, t_run)
             .max(window_first.saturating_add(1))

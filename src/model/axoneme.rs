@@ -13,7 +13,6 @@
 //!   The batch kernels use this form (two banded row products per leg and step).
 
 use super::hermite::{element_dofs, shape_derivatives, Dense};
-use super::Robot;
 use crate::params::Params;
 
 /// 4-point Gauss–Legendre on [0, 1]: (ξ, weight).
@@ -75,10 +74,10 @@ struct PointFrame {
 }
 
 /// Every Gauss point of the leg `leg_q` (4n unknowns), in element order.
-fn points<'a>(robot: &'a Robot, leg_q: &[f64]) -> impl Iterator<Item = PointFrame> + 'a {
-    let n = robot.n_nodes;
+fn points(p: &Params, leg_q: &[f64]) -> impl Iterator<Item = PointFrame> {
+    let n = p.n_nodes;
     let m = 2 * n;
-    let h = robot.p.leg_length / (n - 1) as f64;
+    let h = p.leg_length / (n - 1) as f64;
     let leg_q = leg_q.to_vec();
     (0..n - 1).flat_map(move |e| {
         let leg_q = leg_q.clone();
@@ -103,10 +102,9 @@ fn points<'a>(robot: &'a Robot, leg_q: &[f64]) -> impl Iterator<Item = PointFram
 
 /// The internal couple's generalised force Q_A,i = a∫F ∂κ/∂q ds (A4) on leg `leg`
 /// (0-based, unknowns `leg_q`) at time t, added to `out` (4n entries).
-pub fn couple_force(robot: &Robot, leg: usize, leg_q: &[f64], t: f64, out: &mut [f64]) {
-    let p = &robot.p;
-    let m = 2 * robot.n_nodes;
-    for g in points(robot, leg_q) {
+pub fn couple_force(p: &Params, leg: usize, leg_q: &[f64], t: f64, out: &mut [f64]) {
+    let m = 2 * p.n_nodes;
+    for g in points(p, leg_q) {
         let w = p.filament_gap * motor_integral(p, leg, g.s, t) * g.weight;
         for j in 0..4 {
             // ∂κ/∂X_j = H_j′Y″ − Y′H_j″, ∂κ/∂Y_j = X′H_j″ − H_j′X″.
@@ -117,9 +115,8 @@ pub fn couple_force(robot: &Robot, leg: usize, leg_q: &[f64], t: f64, out: &mut 
 }
 
 /// The couple's energy E_A,i = −a∫F κ ds of leg `leg` at time t (A3).
-pub fn couple_energy(robot: &Robot, leg: usize, leg_q: &[f64], t: f64) -> f64 {
-    let p = &robot.p;
-    -points(robot, leg_q)
+pub fn couple_energy(p: &Params, leg: usize, leg_q: &[f64], t: f64) -> f64 {
+    -points(p, leg_q)
         .map(|g| {
             p.filament_gap * motor_integral(p, leg, g.s, t) * (g.x1 * g.y2 - g.y1 * g.x2) * g.weight
         })

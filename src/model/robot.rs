@@ -345,7 +345,7 @@ impl Robot {
         // The internal couple (A4), where this leg's motors act.
         if axoneme::amplitude(p, inp.leg) != 0.0 {
             let mut qa = [0.0; L];
-            couple_force(self, inp.leg, q, inp.t, &mut qa[..2 * m]);
+            couple_force(p, inp.leg, q, inp.t, &mut qa[..2 * m]);
             for (fi, x) in f.iter_mut().zip(&qa) {
                 *fi += x;
             }
@@ -440,7 +440,7 @@ impl Robot {
     /// [`Energy::total`] in the conserved sum.
     pub fn couple_energy(&self, t: f64, q: &[f64]) -> f64 {
         (0..self.n_legs)
-            .map(|i| couple_energy(self, i, self.leg(q, i), t))
+            .map(|i| couple_energy(&self.p, i, self.leg(q, i), t))
             .sum()
     }
 

@@ -15,8 +15,8 @@ use plotters::prelude::*;
 use crate::error::OutputError;
 use crate::metrics::Metrics;
 use crate::model::Robot;
-use crate::output::parquet::PendingFile;
 use crate::output::plots::{draw_frame, ensure_font, View};
+use crate::parquet::PendingFile;
 use crate::sample::Sample;
 
 /// Frames per second unless set (GIF delays are whole centiseconds: 20 fps is 5 cs).

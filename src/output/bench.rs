@@ -3,7 +3,7 @@
 
 use crate::bench::{BenchRow, Machine};
 use crate::error::OutputError;
-use crate::output::parquet::{write_pending, PendingFile, TableBuilder};
+use crate::parquet::{write_pending, PendingFile, TableBuilder};
 
 /// Write the rows into `out`, created before the measurements (so an unwritable path
 /// fails before minutes of work).

@@ -15,6 +15,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::error::OutputError;
 use crate::metrics::Class;
 use crate::sweep::dataset::{Column, Dataset};
+use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, META_SWEEP_NAME};
 use crate::sweep::summary::{wilson, Z95};
 
 /// What to draw.
@@ -408,7 +409,7 @@ enum Quantity {
 
 impl Quantity {
     fn parse(metric: &str, out: &Path) -> Result<Quantity, OutputError> {
-        if metric == "class" {
+        if metric == COL_CLASS {
             return Ok(Quantity::Class);
         }
         let (label, marked) = match (
@@ -498,7 +499,7 @@ fn refined_step(ax: &MapAxis, level: &[f64]) -> Option<f64> {
 /// dataset is not refined.
 fn refined_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis) -> Option<Tiles> {
     let (Some(Column::Num(level)), Some(Column::Num(combo))) =
-        (ds.column("level"), ds.column("combo"))
+        (ds.column(COL_LEVEL), ds.column(COL_COMBO))
     else {
         return None;
     };
@@ -563,7 +564,7 @@ fn aggregate(
         wide: vec![false; n],
         runs: tiles.members.iter().map(Vec::len).collect(),
     };
-    let classes = || match ds.column("class") {
+    let classes = || match ds.column(COL_CLASS) {
         Some(Column::Text(v)) => Ok(v),
         _ => Err(err(out, "the dataset has no `class` column")),
     };
@@ -675,7 +676,7 @@ fn what(req: &MapRequest, q: Quantity) -> String {
 fn title_lines(ds: &Dataset, what: &str, runs: (usize, usize)) -> Vec<String> {
     let sweep = ds
         .metadata
-        .get("metachron.sweep_name")
+        .get(META_SWEEP_NAME)
         .cloned()
         .unwrap_or_default();
     let runs = match runs {
@@ -1088,7 +1089,7 @@ mod tests {
                 ("x".into(), Column::Num(std::mem::take(&mut x))),
                 ("y".into(), Column::Num(y)),
                 ("level".into(), Column::Num(level)),
-                ("combo".into(), Column::Num(combo)),
+                (COL_COMBO.into(), Column::Num(combo)),
             ],
             ..Dataset::default()
         };

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 
 use crate::error::OutputError;
-use crate::output::parquet::PendingFile;
+use crate::parquet::PendingFile;
+use crate::sweep::schema::COL_COMBO;
 
 /// A picture of the page: a file to embed, a heading and a caption.
 #[derive(Debug, Clone)]
@@ -155,7 +156,7 @@ impl Table {
     /// Wilson 95 % interval as "f [lo, hi]".
     pub fn from_summary(batch: &RecordBatch, axes: &[String], classes: &[String]) -> Table {
         let col = |name: &str| batch.column_by_name(name);
-        let mut header = vec!["combo".to_string()];
+        let mut header = vec![COL_COMBO.to_string()];
         header.extend(axes.iter().cloned());
         header.push("runs".into());
         for c in classes {
@@ -166,7 +167,7 @@ impl Table {
         let mut rows = Vec::with_capacity(shown);
         for r in 0..shown {
             let mut row = Vec::with_capacity(header.len());
-            for name in std::iter::once("combo")
+            for name in std::iter::once(COL_COMBO)
                 .chain(axes.iter().map(String::as_str))
                 .chain(std::iter::once("n_runs"))
             {

@@ -27,7 +27,7 @@ use arrow_schema::{DataType, SchemaRef};
 
 use crate::error::{OutputError, SolverError};
 use crate::metrics::{Metrics, MetricsAccumulator};
-use crate::output::parquet::{self, field, TableBuilder};
+use crate::parquet::{self, field, TableBuilder};
 use crate::sample::{SolverFailure, Status};
 use crate::simulate::{Backend, PointResult};
 use crate::sweep::schema::{

@@ -198,7 +198,7 @@ pub fn legacy_error(dir: &Path, written_by: Option<String>) -> ManifestError {
 
 /// The `metachron.version` a part records, if its footer can be read.
 pub fn version_of_part(part: &Path) -> Option<String> {
-    crate::output::parquet::read_parquet_metadata(part)
+    crate::parquet::read_parquet_metadata(part)
         .ok()?
         .remove(META_VERSION)
 }

@@ -7,11 +7,14 @@
 pub mod adaptive;
 pub mod atlas;
 pub mod audit;
+pub mod axis;
 pub mod dataset;
+pub mod lattice;
 pub mod lock;
 pub mod manifest;
 pub mod plan;
 pub mod refine;
+pub mod repeats;
 pub mod replay;
 pub mod rng;
 pub mod run;
@@ -20,8 +23,9 @@ pub mod spec;
 pub mod summary;
 pub mod verify;
 
+pub use axis::{Axis, AxisKind};
 pub use plan::{Plan, PlannedPoint, Shard};
-pub use spec::{Axis, AxisKind, SweepSpec};
+pub use spec::SweepSpec;
 
 use crate::error::OutputError;
 use crate::simulate::ConfigError;

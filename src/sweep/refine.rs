@@ -1,8 +1,8 @@
 //! Adaptive refinement (`[refine]`): start from the axes' grid, then, level by level,
 //! split the cells whose corner points disagree (on the class, on a class fraction or
 //! on a metric by more than a threshold), up to `max_level` halvings and `max_points`
-//! runs in all. This module holds the table, the lattice and the splitting decision;
-//! [`crate::sweep::atlas`] runs the levels.
+//! runs in all. This module holds the splitting decision (the table and the
+//! lattice are [`crate::sweep::lattice`]); [`crate::sweep::atlas`] runs the levels.
 //!
 //! ```toml
 //! [refine]
@@ -30,396 +30,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::metrics::{Class, METRIC_COLUMNS};
+use crate::metrics::Class;
 use crate::sweep::dataset::{Column, Dataset};
+use crate::sweep::lattice::{FractionTest, Lattice, Refine, RefineBy};
 use crate::sweep::plan::combo_points;
-use crate::sweep::spec::spaced_value;
+use crate::sweep::schema::{COL_CLASS, COL_COMBO};
 use crate::sweep::summary::{wilson, Z95};
-use crate::sweep::{AxisKind, Plan, SweepError, SweepSpec};
-
-/// What decides that a cell's corners disagree.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RefineBy {
-    /// The class (most frequent over repeats) differs between corners.
-    Class,
-    /// The metric (mean over repeats) spans more than `threshold` over the corners.
-    Metric { column: String, threshold: f64 },
-    /// The fraction of a combination's runs ending in `class` changes over the corners.
-    Fraction {
-        class: Class,
-        threshold: f64,
-        test: FractionTest,
-    },
-}
-
-/// How corner fractions are compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FractionTest {
-    /// Highest minus lowest fraction above the threshold.
-    Difference,
-    /// Two corners' Wilson 95 % intervals more than the threshold apart (0: disjoint).
-    Wilson,
-}
-
-impl std::fmt::Display for RefineBy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RefineBy::Class => write!(f, "class"),
-            RefineBy::Metric { column, threshold } => {
-                write!(f, "{column} (split where it spans more than {threshold})")
-            }
-            RefineBy::Fraction {
-                class,
-                threshold,
-                test: FractionTest::Difference,
-            } => write!(
-                f,
-                "the fraction of {} runs (split where it changes by more than {threshold})",
-                class.label()
-            ),
-            RefineBy::Fraction {
-                class,
-                threshold,
-                test: FractionTest::Wilson,
-            } => write!(
-                f,
-                "the fraction of {} runs (split where two corners' Wilson 95 % intervals \
-                 lie more than {threshold} apart)",
-                class.label()
-            ),
-        }
-    }
-}
-
-/// A `[refine]` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Refine {
-    pub by: RefineBy,
-    pub max_level: u32,
-    pub max_points: usize,
-    /// Indices of the refined axes (each alone in its group).
-    pub axes: Vec<usize>,
-}
-
-const KEYS: &[&str] = &["by", "threshold", "test", "max_level", "max_points", "axes"];
-/// Most halvings: 2^12 lattice steps per grid cell is far below any useful resolution.
-const MAX_LEVEL: i64 = 12;
-
-impl Refine {
-    /// Read and check `[refine]` against the sweep's axes.
-    pub fn parse(spec: &SweepSpec, v: toml::Value) -> Result<Refine, SweepError> {
-        let err = |key: &str, message: String| SweepError::Key {
-            file: spec.file.clone(),
-            key: format!("refine.{key}"),
-            message,
-        };
-        let toml::Value::Table(mut t) = v else {
-            return Err(SweepError::Key {
-                file: spec.file.clone(),
-                key: "refine".into(),
-                message: format!("expected a table [refine], got {}", v.type_str()),
-            });
-        };
-        if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(err(
-                k,
-                format!("unknown key; allowed are {}", KEYS.join(", ")),
-            ));
-        }
-        let int = |t: &mut toml::Table, key: &str, lo: i64, hi: i64| match t.remove(key) {
-            Some(toml::Value::Integer(i)) if (lo..=hi).contains(&i) => Ok(Some(i)),
-            Some(other) => Err(err(
-                key,
-                format!("expected an integer in [{lo}, {hi}], got `{other}`"),
-            )),
-            None => Ok(None),
-        };
-        let max_level = int(&mut t, "max_level", 1, MAX_LEVEL)?.unwrap_or(3) as u32;
-        let max_points = int(
-            &mut t,
-            "max_points",
-            1,
-            crate::sweep::spec::MAX_POINTS as i64,
-        )?
-        .unwrap_or(5000) as usize;
-        let by = match t.remove("by") {
-            None => "class".to_string(),
-            Some(toml::Value::String(s)) => s,
-            Some(other) => return Err(err("by", format!("expected a string, got `{other}`"))),
-        };
-        let threshold = match t.remove("threshold") {
-            None => None,
-            Some(toml::Value::Float(x)) if x.is_finite() && x >= 0.0 => Some(x),
-            Some(toml::Value::Integer(i)) if i >= 0 => Some(i as f64),
-            Some(other) => {
-                return Err(err(
-                    "threshold",
-                    format!("expected a finite number >= 0, got `{other}`"),
-                ))
-            }
-        };
-        let test = match t.remove("test") {
-            None => None,
-            Some(toml::Value::String(s)) if s == "difference" => Some(FractionTest::Difference),
-            Some(toml::Value::String(s)) if s == "wilson" => Some(FractionTest::Wilson),
-            Some(other) => {
-                return Err(err(
-                    "test",
-                    format!("`{other}`: use \"difference\" or \"wilson\""),
-                ))
-            }
-        };
-        if test.is_some() && !by.starts_with("fraction:") {
-            return Err(err("test", "only with `by = \"fraction:<class>\"`".into()));
-        }
-        let need_threshold = |what: &str| {
-            threshold.ok_or_else(|| {
-                err(
-                    "threshold",
-                    format!("missing: refining by `{what}` needs a threshold (>= 0)"),
-                )
-            })
-        };
-        let by = if by == "class" {
-            if threshold.is_some() {
-                return Err(err(
-                    "threshold",
-                    "only with a fraction or a metric column (`by = \"fraction:metachronal\"`, \
-                     `by = \"lag_order\"`, ...)"
-                        .into(),
-                ));
-            }
-            RefineBy::Class
-        } else if let Some(label) = by.strip_prefix("fraction:") {
-            let class = Class::ALL
-                .iter()
-                .copied()
-                .find(|c| c.label() == label)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = Class::ALL.iter().map(|c| c.label()).collect();
-                    err(
-                        "by",
-                        format!("`{by}`: the classes are {}", names.join(", ")),
-                    )
-                })?;
-            let threshold = need_threshold(&by)?;
-            if threshold > 1.0 {
-                return Err(err(
-                    "threshold",
-                    format!("{threshold}: a fraction's threshold is in [0, 1]"),
-                ));
-            }
-            RefineBy::Fraction {
-                class,
-                threshold,
-                test: test.unwrap_or(FractionTest::Difference),
-            }
-        } else if METRIC_COLUMNS.iter().any(|(m, _)| *m == by) {
-            let threshold = need_threshold(&by)?;
-            RefineBy::Metric {
-                column: by,
-                threshold,
-            }
-        } else {
-            let names: Vec<&str> = METRIC_COLUMNS.iter().map(|(m, _)| *m).collect();
-            return Err(err(
-                "by",
-                format!(
-                    "`{by}`: use \"class\", \"fraction:<class>\" or a metric: {}",
-                    names.join(", ")
-                ),
-            ));
-        };
-        let spaced =
-            |a: usize| matches!(spec.axes[a].kind, AxisKind::Linspace | AxisKind::Logspace);
-        let axes: Vec<usize> = match t.remove("axes") {
-            None => (0..spec.axes.len()).filter(|&a| spaced(a)).collect(),
-            Some(toml::Value::Array(list)) => {
-                let mut out = Vec::new();
-                for v in list {
-                    let name = v.as_str().unwrap_or_default();
-                    let a = spec
-                        .axes
-                        .iter()
-                        .position(|x| x.param == name)
-                        .ok_or_else(|| {
-                            err(
-                                "axes",
-                                format!("`{v}` is not a swept parameter of this file"),
-                            )
-                        })?;
-                    if !spaced(a) {
-                        return Err(err(
-                            "axes",
-                            format!("`{name}` is not a linspace or logspace axis"),
-                        ));
-                    }
-                    out.push(a);
-                }
-                out.sort_unstable();
-                out.dedup();
-                out
-            }
-            Some(other) => {
-                return Err(err(
-                    "axes",
-                    format!("expected a list of parameter names, got `{other}`"),
-                ))
-            }
-        };
-        if axes.is_empty() || axes.len() > 3 {
-            return Err(err(
-                "axes",
-                format!(
-                    "{} refined axes: refine 1 to 3 linspace/logspace axes",
-                    axes.len()
-                ),
-            ));
-        }
-        for &a in &axes {
-            let ax = &spec.axes[a];
-            if ax.values.len() < 2 {
-                return Err(err(
-                    "axes",
-                    format!(
-                        "`{}` has one value: a refined axis needs num >= 2",
-                        ax.param
-                    ),
-                ));
-            }
-            if ax.values.iter().any(|v| v.is_integer()) {
-                return Err(err(
-                    "axes",
-                    format!(
-                        "`{}` is an integer parameter: it cannot be halved",
-                        ax.param
-                    ),
-                ));
-            }
-            if spec.groups.iter().any(|g| g.contains(&a) && g.len() > 1) {
-                return Err(err(
-                    "axes",
-                    format!(
-                        "`{}` is zipped with another axis: refine unzipped axes",
-                        ax.param
-                    ),
-                ));
-            }
-        }
-        let r = Refine {
-            by,
-            max_level,
-            max_points,
-            axes,
-        };
-        let lat = Lattice::new(spec, &r);
-        let fine = lat
-            .sizes
-            .iter()
-            .try_fold(spec.repeats as u64, |acc, &n| acc.checked_mul(n as u64));
-        if fine.is_none_or(|n| n > (1u64 << 53)) {
-            return Err(err(
-                "max_level",
-                format!("{max_level}: the finest lattice has too many points; lower it"),
-            ));
-        }
-        let coarse = spec.point_count();
-        if coarse > max_points {
-            return Err(err(
-                "max_points",
-                format!(
-                    "{max_points} is below the {coarse} points of the axes' own grid \
-                     (level 0): raise it to at least {coarse}"
-                ),
-            ));
-        }
-        Ok(r)
-    }
-}
-
-/// The finest lattice of a refined sweep: one size per axis group.
-#[derive(Debug, Clone)]
-pub struct Lattice {
-    /// Lattice values per group (refined: (num − 1)·2^L + 1, else the axis' count).
-    pub sizes: Vec<usize>,
-    /// Whether each group is refined.
-    pub refined: Vec<bool>,
-    /// Lattice steps between two grid values of a refined axis: 2^max_level.
-    pub stride: usize,
-}
-
-impl Lattice {
-    pub fn new(spec: &SweepSpec, r: &Refine) -> Lattice {
-        let stride = 1usize << r.max_level;
-        let refined: Vec<bool> = spec.groups.iter().map(|g| r.axes.contains(&g[0])).collect();
-        let sizes = spec
-            .groups
-            .iter()
-            .zip(&refined)
-            .map(|(g, &rf)| {
-                let n = spec.axes[g[0]].values.len();
-                if rf {
-                    (n - 1) * stride + 1
-                } else {
-                    n
-                }
-            })
-            .collect();
-        Lattice {
-            sizes,
-            refined,
-            stride,
-        }
-    }
-
-    /// Combination id of a lattice index (mixed radix, last group fastest).
-    pub fn combo(&self, idx: &[usize]) -> u64 {
-        idx.iter()
-            .zip(&self.sizes)
-            .fold(0u64, |acc, (&i, &n)| acc * n as u64 + i as u64)
-    }
-
-    /// The axis values at a lattice index.
-    fn values(&self, spec: &SweepSpec, idx: &[usize]) -> Vec<(usize, toml::Value)> {
-        let mut out = Vec::new();
-        for (g, members) in spec.groups.iter().enumerate() {
-            for &m in members {
-                let ax = &spec.axes[m];
-                let v = if self.refined[g] {
-                    let num = |v: &toml::Value| v.as_float().unwrap_or(f64::NAN);
-                    let (a, b) = (num(&ax.values[0]), num(&ax.values[ax.values.len() - 1]));
-                    toml::Value::Float(spaced_value(a, b, ax.log, idx[g], self.sizes[g]))
-                } else {
-                    ax.values[idx[g]].clone()
-                };
-                out.push((m, v));
-            }
-        }
-        out
-    }
-
-    /// Lattice indices of the axes' own grid (level 0), in id order.
-    fn grid(&self, spec: &SweepSpec) -> Vec<Vec<usize>> {
-        let coarse: Vec<usize> = spec
-            .groups
-            .iter()
-            .map(|g| spec.axes[g[0]].values.len())
-            .collect();
-        let total: usize = coarse.iter().product();
-        (0..total)
-            .map(|c| {
-                let mut idx = vec![0; coarse.len()];
-                let mut rest = c;
-                for g in (0..coarse.len()).rev() {
-                    let k = rest % coarse[g];
-                    rest /= coarse[g];
-                    idx[g] = if self.refined[g] { k * self.stride } else { k };
-                }
-                idx
-            })
-            .collect()
-    }
-}
+use crate::sweep::{Plan, SweepError, SweepSpec};
 
 /// A cell: its lowest corner on the lattice and its edge in lattice steps.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -540,8 +157,8 @@ fn corner_values(
     combos: &BTreeSet<u64>,
 ) -> Result<HashMap<u64, Corner>, SweepError> {
     let mut rows: HashMap<u64, Vec<usize>> = HashMap::new();
-    let Some(Column::Num(combo)) = ds.column("combo") else {
-        return Err(no_column("combo"));
+    let Some(Column::Num(combo)) = ds.column(COL_COMBO) else {
+        return Err(no_column(COL_COMBO));
     };
     for (row, &c) in combo.iter().enumerate() {
         if combos.contains(&(c as u64)) {
@@ -556,7 +173,7 @@ fn corner_values(
     for (combo, rs) in rows {
         let v = match &r.by {
             RefineBy::Class => {
-                let cls = text("class")?;
+                let cls = text(COL_CLASS)?;
                 // Most frequent class; ties go to the first in the class list.
                 let best = Class::ALL
                     .iter()
@@ -568,7 +185,7 @@ fn corner_values(
                 Corner::Class(best.1.map(|c| c.label()).unwrap_or("").to_string())
             }
             RefineBy::Fraction { class, .. } => {
-                let cls = text("class")?;
+                let cls = text(COL_CLASS)?;
                 Corner::Fraction {
                     k: rs.iter().filter(|&&i| cls[i] == class.label()).count(),
                     n: rs.len(),
@@ -589,17 +206,6 @@ fn corner_values(
         out.insert(combo, v);
     }
     Ok(out)
-}
-
-impl std::fmt::Display for Refine {
-    /// The user's words: "refined on class up to level 3 (at most 5000 points)".
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "refined on {} up to level {} (at most {} points)",
-            self.by, self.max_level, self.max_points
-        )
-    }
 }
 
 /// The points one level adds, and why.
@@ -634,7 +240,7 @@ impl<'a> Refiner<'a> {
             .refine
             .as_ref()
             .ok_or_else(|| SweepError::Dataset("the sweep file has no [refine] table".into()))?;
-        let lat = Lattice::new(spec, r);
+        let lat = Lattice::new(&spec.shape(), r);
         Ok(Refiner {
             spec,
             r,
@@ -652,7 +258,7 @@ impl<'a> Refiner<'a> {
             points.extend(combo_points(
                 self.spec,
                 self.lat.combo(i),
-                &self.lat.values(self.spec, i),
+                &self.lat.values(&self.spec.shape(), i),
                 level,
             )?);
         }
@@ -662,7 +268,7 @@ impl<'a> Refiner<'a> {
     /// Level 0: the axes' own grid.
     pub fn level0(&mut self) -> Result<LevelPlan, SweepError> {
         let lat = &self.lat;
-        let grid = lat.grid(self.spec);
+        let grid = lat.grid(&self.spec.shape());
         self.planned = grid.iter().map(|i| lat.combo(i)).collect();
         self.cells = grid
             .iter()

@@ -10,6 +10,7 @@ use crate::metrics::{Metrics, METRIC_COLUMNS};
 use crate::params::{Params, CHOICE_PARAMS, LIST_PARAMS, SCALAR_PARAMS};
 use crate::simulate::{Backend, RunConfig};
 use crate::sweep::dataset::{Column, Dataset, META_ADAPTER, META_SWEEP};
+use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_POINT_ID, COL_REPEAT};
 use crate::sweep::{SweepError, SweepSpec};
 
 /// Which row: by point id, or by combination and repeat.
@@ -77,8 +78,8 @@ pub fn find_row(ds: &Dataset, sel: RowSelector) -> Result<usize, SweepError> {
     let found = match sel {
         RowSelector::Point(id) => ids.iter().position(|&p| p == id),
         RowSelector::Combo { combo, repeat } => (0..ds.rows()).find(|&r| {
-            num(ds, "combo", r).is_ok_and(|c| c as u64 == combo)
-                && num(ds, "repeat", r).is_ok_and(|x| x as u32 == repeat)
+            num(ds, COL_COMBO, r).is_ok_and(|c| c as u64 == combo)
+                && num(ds, COL_REPEAT, r).is_ok_and(|x| x as u32 == repeat)
         }),
     };
     found.ok_or_else(|| {
@@ -213,13 +214,13 @@ impl Replay {
             cfg,
             backend,
             recorded_backend,
-            point_id: num(ds, "point_id", row)? as u64,
-            combo: num(ds, "combo", row)? as u64,
-            repeat: num(ds, "repeat", row)? as u32,
+            point_id: num(ds, COL_POINT_ID, row)? as u64,
+            combo: num(ds, COL_COMBO, row)? as u64,
+            repeat: num(ds, COL_REPEAT, row)? as u32,
             sweep_name: spec.name,
             recorded,
             recorded_status,
-            recorded_class: text(ds, "class", row)?.to_string(),
+            recorded_class: text(ds, COL_CLASS, row)?.to_string(),
             notes,
         })
     }
@@ -247,7 +248,7 @@ impl Replay {
         }
         for (name, a, b) in [
             ("status", &self.recorded_status, m.status.label()),
-            ("class", &self.recorded_class, m.class.label()),
+            (COL_CLASS, &self.recorded_class, m.class.label()),
         ] {
             if a != b {
                 out.push(Difference {

@@ -12,7 +12,7 @@ use crate::sweep::dataset::{self, Column, Stray};
 use crate::sweep::lock::{lock_shard, ShardLock};
 use crate::sweep::manifest::{self, Manifest};
 use crate::sweep::rng::SplitMix64;
-use crate::sweep::schema::{self, FORMAT_VERSION};
+use crate::sweep::schema::{self, COL_POINT_ID, FORMAT_VERSION};
 use crate::sweep::verify::{self, Defect, Expected};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
@@ -69,7 +69,7 @@ pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
 /// of the finest lattice (refined points take their ids from lattice coordinates).
 pub fn id_space(spec: &SweepSpec) -> u64 {
     let combos = match &spec.refine {
-        Some(r) => crate::sweep::refine::Lattice::new(spec, r)
+        Some(r) => crate::sweep::lattice::Lattice::new(&spec.shape(), r)
             .sizes
             .iter()
             .product::<usize>(),
@@ -281,13 +281,11 @@ pub fn apply_until_settled(
     let (t_final, dt_out) = (spec.config.params.t_final, spec.config.metrics.dt_out);
     crate::integrate::continuation::validate(max_t, t_final, dt_out)
         .map_err(|e| key_err(e.to_string()))?;
-    if backend == Backend::Reference {
-        return Err(key_err(format!(
-            "continuing unsettled runs to {max_t} s is not supported on backend reference: \
-             the adaptive solver cannot continue a run from its kept state (see \
-             docs/atlas.md); use --backend cpu or gpu, or a longer t_final"
-        )));
-    }
+    backend.continues().map_err(|e| {
+        key_err(format!(
+            "continuing unsettled runs to {max_t} s is {e}, or a longer t_final"
+        ))
+    })?;
     if from_cli.is_some() && spec.until_settled != Some(max_t) {
         spec.text.push_str(&format!(
             "\n# until_settled = {max_t} (from --until-settled)\n"
@@ -416,7 +414,7 @@ pub fn validate(
         _ => f64::NAN,
     };
     let mut header = vec![
-        "point_id".to_string(),
+        COL_POINT_ID.to_string(),
         "sweep_backend".into(),
         "sweep_status".into(),
         "reference_status".into(),
@@ -492,8 +490,5 @@ pub fn validate(
 }
 
 fn write_text_atomic(path: &Path, text: &str) -> Result<(), SweepError> {
-    Ok(crate::output::parquet::write_bytes_atomic(
-        path,
-        text.as_bytes(),
-    )?)
+    Ok(crate::parquet::write_bytes_atomic(path, text.as_bytes())?)
 }

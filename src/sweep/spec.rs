@@ -18,8 +18,8 @@
 //! ```
 //!
 //! Atlas keys (docs/atlas.md): `repeats = { min = 8, max = 256, ci_width = 0.1 }`
-//! (adaptive repeats, [`crate::sweep::adaptive`]), `until_settled = MAX_T` and a
-//! `[refine]` table (adaptive refinement, [`crate::sweep::refine`]).
+//! (adaptive repeats, [`crate::sweep::repeats`]), `until_settled = MAX_T` and a
+//! `[refine]` table (adaptive refinement, [`crate::sweep::lattice`]).
 //!
 //! Axis kinds: `values` (any parameter, masks included), `linspace`, `logspace`,
 //! `random` (uniform, or log-uniform with `log = true`) and `lhs` (Latin hypercube:
@@ -35,41 +35,11 @@ use crate::params::{
     SCALAR_PARAMS,
 };
 use crate::simulate::{ConfigError, RunConfig};
+use crate::sweep::axis::{spaced_value, Axis, AxisKind, SweepAxes, MAX_POINTS};
+use crate::sweep::lattice::Refine;
+use crate::sweep::repeats::AdaptiveRepeats;
 use crate::sweep::rng::SplitMix64;
 use crate::sweep::SweepError;
-
-/// How an axis' values were produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AxisKind {
-    Values,
-    Linspace,
-    Logspace,
-    Random,
-    Lhs,
-}
-
-impl AxisKind {
-    pub fn key(&self) -> &'static str {
-        match self {
-            AxisKind::Values => "values",
-            AxisKind::Linspace => "linspace",
-            AxisKind::Logspace => "logspace",
-            AxisKind::Random => "random",
-            AxisKind::Lhs => "lhs",
-        }
-    }
-}
-
-/// One axis: a parameter and its values (as TOML values, applied like `[base]` keys).
-#[derive(Debug, Clone)]
-pub struct Axis {
-    pub param: String,
-    pub kind: AxisKind,
-    /// Whether the values are spread on a log scale (logspace, or log random/lhs).
-    pub log: bool,
-    pub group: Option<String>,
-    pub values: Vec<toml::Value>,
-}
 
 /// A parsed, checked sweep file.
 #[derive(Debug, Clone)]
@@ -93,15 +63,12 @@ pub struct SweepSpec {
     /// (first group outermost).
     pub groups: Vec<Vec<usize>>,
     /// Adaptive repeats (`repeats = { min, max, ci_width }`); `repeats` is then `max`.
-    pub adaptive: Option<crate::sweep::adaptive::AdaptiveRepeats>,
+    pub adaptive: Option<AdaptiveRepeats>,
     /// Continue unsettled runs up to this horizon (s) (`until_settled = MAX_T`).
     pub until_settled: Option<f64>,
     /// Adaptive refinement (`[refine]`).
-    pub refine: Option<crate::sweep::refine::Refine>,
+    pub refine: Option<Refine>,
 }
-
-/// Most points a sweep may plan.
-pub const MAX_POINTS: usize = 10_000_000;
 
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -238,7 +205,7 @@ impl SweepSpec {
         };
         let spec = match refine_table {
             Some(t) => SweepSpec {
-                refine: Some(crate::sweep::refine::Refine::parse(&spec, t)?),
+                refine: Some(Refine::parse(&spec.shape(), t)?),
                 ..spec
             },
             None => spec,
@@ -323,49 +290,30 @@ impl SweepSpec {
         Ok(())
     }
 
+    /// The axes, their groups and the repeats, as the refinement lattice reads them.
+    pub fn shape(&self) -> SweepAxes<'_> {
+        SweepAxes {
+            file: &self.file,
+            axes: &self.axes,
+            groups: &self.groups,
+            repeats: self.repeats,
+        }
+    }
+
     /// Number of parameter combinations (points / repeats).
     pub fn combinations(&self) -> usize {
-        self.groups
-            .iter()
-            .map(|g| self.axes[g[0]].values.len())
-            .product()
+        self.shape().combinations()
     }
 
     /// Total number of points (combinations × repeats).
     pub fn point_count(&self) -> usize {
-        self.combinations() * self.repeats
+        self.shape().point_count()
     }
 
     /// The axis sweeping `param`, if any.
     pub fn axis(&self, param: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.param == param)
     }
-}
-
-/// Value `k` of `num` evenly spaced values from `start` to `stop` (log-spaced when
-/// `log`), endpoints exact and rounded to 12 significant digits: the one formula of
-/// linspace/logspace axes and of the refinement lattice between their values.
-pub fn spaced_value(start: f64, stop: f64, log: bool, k: usize, num: usize) -> f64 {
-    if num == 1 || k == 0 {
-        start
-    } else if k == num - 1 {
-        stop
-    } else {
-        let u = k as f64 / (num - 1) as f64;
-        round_sig(if log {
-            start * (stop / start).powf(u)
-        } else {
-            start + (stop - start) * u
-        })
-    }
-}
-
-/// Round to 12 significant digits: grid values read as written (500, not 499.99999999999983).
-fn round_sig(x: f64) -> f64 {
-    if x == 0.0 || !x.is_finite() {
-        return x;
-    }
-    format!("{x:.11e}").parse().unwrap_or(x)
 }
 
 fn param_names() -> String {
@@ -404,7 +352,7 @@ struct Header {
     description: String,
     seed: u64,
     repeats: usize,
-    adaptive: Option<crate::sweep::adaptive::AdaptiveRepeats>,
+    adaptive: Option<AdaptiveRepeats>,
     until_settled: Option<f64>,
     random_phases: bool,
     zip_all: bool,
@@ -426,7 +374,7 @@ impl Header {
         };
         let (repeats, adaptive) = match top.remove("repeats") {
             Some(toml::Value::Table(t)) => {
-                let a = crate::sweep::adaptive::AdaptiveRepeats::parse(cx.file, t)?;
+                let a = AdaptiveRepeats::parse(cx.file, t)?;
                 (a.max, Some(a))
             }
             Some(v) => (cx.int("repeats", &v, 1, 1_000_000)? as usize, None),

@@ -9,8 +9,8 @@ use arrow_array::RecordBatch;
 
 use crate::error::OutputError;
 use crate::metrics::Class;
-use crate::output::parquet::TableBuilder;
 use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
+use crate::parquet::TableBuilder;
 use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
 
@@ -121,7 +121,7 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
     let first: Vec<usize> = groups.values().map(|r| r[0]).collect();
     let mut t = TableBuilder::default();
     t.push(
-        crate::output::parquet::field(COL_COMBO, arrow_schema::DataType::UInt64, "1"),
+        crate::parquet::field(COL_COMBO, arrow_schema::DataType::UInt64, "1"),
         std::sync::Arc::new(arrow_array::UInt64Array::from(
             groups.keys().copied().collect::<Vec<_>>(),
         )),

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use arrow_schema::SchemaRef;
 
 use crate::error::OutputError;
-use crate::output::parquet::read_parquet;
+use crate::parquet::read_parquet;
 use crate::sweep::dataset::{self as ds, Checksum, Stray};
 use crate::sweep::manifest::{self, Manifest};
 use crate::sweep::schema::{self, QUARANTINE_DIR};
@@ -487,7 +487,7 @@ impl VerifyCache {
             return;
         }
         if let Ok(text) = serde_json::to_string(self) {
-            let _ = crate::output::parquet::write_bytes_atomic(
+            let _ = crate::parquet::write_bytes_atomic(
                 &dir.join(schema::VERIFY_CACHE),
                 text.as_bytes(),
             );

@@ -1,4 +1,5 @@
-//! Parquet outputs: the time series of one run and the one-row metrics table.
+//! Parquet files: the time series of one run, the one-row metrics table, and the
+//! tables and atomic writes the sweep datasets are made of.
 //!
 //! Every field carries its unit in the field metadata (`unit`); file metadata carries
 //! the metachron version, the solver settings and the parameters. Files are written
