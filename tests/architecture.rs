@@ -19,7 +19,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-
 /// A module: the crate it belongs to and its path inside it (empty: the crate root).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 struct Module {

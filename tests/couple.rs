@@ -56,8 +56,8 @@ fn couple_force_is_minus_the_gradient_of_the_couple_energy() {
             let (mut up, mut down) = (leg.clone(), leg.clone());
             up[j] += d;
             down[j] -= d;
-            let grad =
-                (couple_energy(&robot.p, 1, &up, t) - couple_energy(&robot.p, 1, &down, t)) / (2.0 * d);
+            let grad = (couple_energy(&robot.p, 1, &up, t) - couple_energy(&robot.p, 1, &down, t))
+                / (2.0 * d);
             assert!(
                 (qa[j] + grad).abs() <= 1e-8 * scale,
                 "{extra:?} unknown {j}: Q_A {} vs -dE/dq {}",

@@ -57,9 +57,8 @@ fn couple_and_f32_change_the_kernel_that_is_dumped() {
     shader::validate(&out).expect("the dumped kernel validates");
     assert!(entry_declared(&out));
     let shape = KernelShape {
-        n_legs: 4,
-        n_nodes: 5,
         couple: true,
+        ..KernelShape::plain(4, 5)
     };
     assert_eq!(out, shader::source(shape, Precision::F32));
     assert!(
@@ -69,6 +68,24 @@ fn couple_and_f32_change_the_kernel_that_is_dumped() {
     assert_ne!(
         out,
         shader::source(KernelShape::plain(4, 5), Precision::F32)
+    );
+}
+
+#[test]
+fn the_ground_kernel_is_dumped_with_its_harmonics() {
+    let (code, out, err) = metachron(&["devices", "--dump-wgsl", "9x5", "--ground", "8"]);
+    assert_eq!(code, 0, "{err}");
+    shader::validate(&out).expect("the dumped kernel validates");
+    assert_eq!(
+        out,
+        shader::source(KernelShape::on_ground(9, 5, 8), Precision::F64)
+    );
+    assert!(out.contains("fn ground_at"), "the terrain is evaluated");
+    let (code, _, err) = metachron(&["devices", "--dump-wgsl", "9x5", "--ground", "9"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--ground 9") && err.contains("[0, 8]"),
+        "{err}"
     );
 }
 

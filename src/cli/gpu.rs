@@ -8,6 +8,7 @@ use clap::Args;
 
 use metachron::gpu::layout::KernelShape;
 use metachron::gpu::{self, shader, GpuOptions, Precision, PrecisionChoice};
+use metachron::model::terrain::HARMONICS;
 use metachron::params::Range;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -82,9 +83,14 @@ pub struct DevicesArgs {
     /// readable like any shader file. Needs no GPU.
     #[arg(long, value_name = "LEGSxNODES")]
     pub dump_wgsl: Option<String>,
-    /// With --dump-wgsl: the kernel with the internal couple term (alpha_axo != 0).
+    /// With --dump-wgsl: the kernel with the internal couple term (axo_f != 0).
     #[arg(long, requires = "dump_wgsl")]
     pub couple: bool,
+    /// With --dump-wgsl: the kernel for ground other than the paper's (a terrain profile
+    /// or Coulomb friction) evaluating HARMONICS terrain harmonics (0 for a slope or
+    /// Coulomb on flat ground, 1 for a sine, 8 for the rough profile).
+    #[arg(long, value_name = "HARMONICS", requires = "dump_wgsl")]
+    pub ground: Option<usize>,
     /// With --dump-wgsl: the kernel's precision (f32 is the compensated kernel;
     /// default f64).
     #[arg(long, value_enum, requires = "dump_wgsl")]
@@ -99,7 +105,7 @@ pub enum KernelPrecision {
 }
 
 /// `LEGSxNODES` as a kernel shape, each count within its parameter's range.
-fn parse_shape(text: &str, couple: bool) -> Result<KernelShape> {
+fn parse_shape(text: &str, couple: bool, ground: Option<usize>) -> Result<KernelShape> {
     let (legs, nodes) = text.split_once(['x', 'X']).with_context(|| {
         format!("--dump-wgsl `{text}`: expected LEGSxNODES, e.g. 9x7 (9 legs of 7 nodes)")
     })?;
@@ -121,10 +127,16 @@ fn parse_shape(text: &str, couple: bool) -> Result<KernelShape> {
                 )
             })
     };
+    let harmonics = ground.unwrap_or(0);
+    if harmonics > HARMONICS {
+        anyhow::bail!("--ground {harmonics}: allowed is an integer in [0, {HARMONICS}]");
+    }
     Ok(KernelShape {
         n_legs: count("n_legs", legs)?,
         n_nodes: count("n_nodes", nodes)?,
         couple,
+        ground: ground.is_some(),
+        harmonics,
     })
 }
 
@@ -132,7 +144,7 @@ fn parse_shape(text: &str, couple: bool) -> Result<KernelShape> {
 /// `--dump-wgsl`, the generated kernel of a shape instead.
 pub fn devices(args: DevicesArgs) -> Result<ExitCode> {
     if let Some(text) = &args.dump_wgsl {
-        let shape = parse_shape(text, args.couple)?;
+        let shape = parse_shape(text, args.couple, args.ground)?;
         let precision = match args.precision.unwrap_or(KernelPrecision::F64) {
             KernelPrecision::F64 => Precision::F64,
             KernelPrecision::F32 => Precision::F32,
