@@ -220,20 +220,20 @@ fn world<const W: usize>(body: [L<W>; 3], sc: [L<W>; 2], off: [L<W>; 2]) -> [L<W
     ]
 }
 
-/// The terrain at a contact point of every lane (docs/model.md (T1)–(T3);
-/// `model::terrain::Profile::frame`): the normal force's factor ε·c² (times the block's
-/// `scale`), the height h and the slope σ = h′. The m-th harmonic comes from the first by
-/// angle addition (one sincos per point); on flat ground h = σ = 0 exactly.
+/// The terrain's height h and slope σ = h′ under a contact point of every lane.
 #[derive(Clone, Copy)]
-struct Ground<const W: usize> {
+struct Surface<const W: usize> {
     h: L<W>,
     sigma: L<W>,
 }
 
+/// h(y) and h′(y) of every lane (docs/model.md (T1)–(T2); `model::terrain::Profile::
+/// height`). The m-th harmonic comes from the first by angle addition (one sincos per
+/// point); on flat ground h = σ = 0 exactly.
 #[inline(always)]
-fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Ground<W> {
+fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Surface<W> {
     if !m.ground.terrain {
-        return Ground {
+        return Surface {
             h: L::zero(),
             sigma: L::zero(),
         };
@@ -245,16 +245,11 @@ fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Groun
     let blend_slope = w * (L::splat(1.0) - w) * d.terrain_inv_blend * 6.0;
     let mut hp = d.terrain_slope * u;
     let mut dh = L::zero();
-    if m.ground.harmonics > 0 {
+    if !m.ground.harmonics.is_empty() {
         let theta = d.terrain_k * u;
         let (s1, c1) = super::trig::sin_cos::<W, F>(theta);
         let (mut sm, mut cm) = (s1, c1);
-        for (k, [a, b]) in d
-            .terrain_harmonics()
-            .into_iter()
-            .take(m.ground.harmonics)
-            .enumerate()
-        {
+        for (k, &[a, b]) in m.ground.harmonics.iter().enumerate() {
             hp = a.mul_add::<F>(sm, b.mul_add::<F>(cm, hp));
             dh = (a * cm - b * sm).mul_add::<F>(L::splat((k + 1) as f64), dh);
             (sm, cm) = (
@@ -264,7 +259,7 @@ fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Groun
         }
     }
     let dhp = d.terrain_k.mul_add::<F>(dh, d.terrain_slope);
-    Ground {
+    Surface {
         h: blend * hp,
         sigma: blend_slope.mul_add::<F>(hp, blend * dhp),
     }
@@ -585,23 +580,26 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let jz = dot::<W, F>(gq, z) * 2.0;
     let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
     let c12 = s1 * s2 * (gb * w[ib] + gd * w[id]);
-    let c13 = s1 * s3 * tx.mul_add::<F>(w[itip], ty * w[ictip]);
+    // On flat ground t = (0, 1) in every lane (tx's terms are exact zeros, skipped).
+    let sloped = m.ground.terrain;
+    let (c13, c23, rhs3) = if sloped {
+        (
+            s1 * s3 * tx.mul_add::<F>(w[itip], ty * w[ictip]),
+            s2 * s3 * gb.mul_add::<F>(tx, gd * ty) * p_bt,
+            s3 * tx.mul_add::<F>(z[itip], ty * z[ictip]),
+        )
+    } else {
+        (s1 * s3 * w[ictip], s2 * s3 * gd * p_bt, s3 * z[ictip])
+    };
     let c22 = (s2 * s2 * (gb * gb + gd * gd)).mul_add::<F>(p_bb, L::splat(1.0));
-    let c23 = s2 * s3 * gb.mul_add::<F>(tx, gd * ty) * p_bt;
     let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
-    let rhs = [
-        s1 * jz,
-        s2 * (gb * z[ib] + gd * z[id]),
-        s3 * tx.mul_add::<F>(z[itip], ty * z[ictip]),
-    ];
+    let rhs = [s1 * jz, s2 * (gb * z[ib] + gd * z[id]), rhs3];
     let c = Ldlt3::new([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]]);
     let y = c.solve(rhs);
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
     let (a2b, a2d, a3x, a3y) = (a2 * gb, a2 * gd, a3 * tx, a3 * ty);
-    // On flat ground tx = 0 in every lane: its terms are exact zeros, skipped.
-    let sloped = m.ground.terrain;
     for i in 0..mm {
         let (pb, pt) = (pi(i, n), pi(i, n - 1));
         v[i] = z[i] - a1 * w[i] - a2b * pb;

@@ -75,16 +75,17 @@ pub struct BlockModel<const W: usize> {
     pub couple: Option<[Banded<W>; 2]>,
     /// What the block's contact needs beyond the paper's flat line; lanes on flat
     /// ground hold zeros there and add exact zeros.
-    pub ground: Ground,
+    pub ground: Ground<W>,
 }
 
 /// Which parts of the general contact (docs/model.md (T1)–(T4)) a block evaluates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Ground {
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ground<const W: usize> {
     /// A lane's terrain is not flat: heights, slopes and tangents are evaluated.
     pub terrain: bool,
-    /// Harmonics of the profile in use (the largest over the lanes; 0: none).
-    pub harmonics: usize,
+    /// The profile's harmonic coefficients (aₘ, bₘ) in use, m = 1..(the largest count
+    /// over the lanes): gathered once, read by every contact point of every step.
+    pub harmonics: Vec<[L<W>; 2]>,
     /// A lane has Coulomb friction at the tips (μ_C > 0).
     pub coulomb: bool,
 }
@@ -125,7 +126,11 @@ impl<const W: usize> BlockModel<W> {
             terrain: r
                 .iter()
                 .any(|x| x.derived.terrain_slope != 0.0 || x.terrain_harmonics() > 0),
-            harmonics: r.iter().map(|x| x.terrain_harmonics()).max().unwrap_or(0),
+            harmonics: d
+                .terrain_harmonics()
+                .into_iter()
+                .take(r.iter().map(|x| x.terrain_harmonics()).max().unwrap_or(0))
+                .collect(),
             coulomb: r.iter().any(|x| x.params.mu_c != 0.0),
         };
         BlockModel {
