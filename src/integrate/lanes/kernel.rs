@@ -320,6 +320,7 @@ fn body_and_springs<const W: usize, const NN: usize>(
 /// and, negated, its mirror row. Rows k and n + k go together (as in [`banded_pass`]),
 /// summed in registers.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn couple_force<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     [b_cos, b_sin]: &[CoupleBand<W>; 2],

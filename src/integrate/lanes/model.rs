@@ -182,3 +182,50 @@ impl<const W: usize> BlockModel<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::axoneme::CoupleMatrices;
+    use crate::params::Params;
+
+    /// The kernel reads the couple's matrices from their distinct entries only: B_c and
+    /// B_s must be exactly antisymmetric and zero outside the Hermite band, so that the
+    /// entries of [`CoupleBand`] and their mirrors give back every entry, bit for bit.
+    #[test]
+    fn the_couple_band_gives_back_the_whole_matrices() {
+        for (n, k_a) in [(2, 0.0), (5, 0.0), (5, 3.0), (12, 1.5)] {
+            let mut p = Params::default();
+            for o in [
+                format!("n_nodes={n}"),
+                format!("axo_k={k_a}"),
+                "axo_f=100".into(),
+            ] {
+                p.apply_override(&o).unwrap();
+            }
+            let c = CoupleMatrices::new(&p);
+            let m = 2 * n;
+            for (d, name) in [(&c.cos, "B_c"), (&c.sin, "B_s")] {
+                let band = CoupleBand::<1>::new(&[d], n);
+                let mut full = vec![0.0; m * m];
+                for node in 0..n {
+                    let used = if node + 1 < n { 5 } else { 1 };
+                    for e in 0..used {
+                        let (i, j) = couple_entry(n, node, e);
+                        full[i * m + j] = band.entries[node][e].0[0];
+                        full[j * m + i] = -band.entries[node][e].0[0];
+                    }
+                }
+                for i in 0..m {
+                    for j in 0..m {
+                        assert_eq!(d.get(i, j), full[i * m + j], "{name} n={n} ({i}, {j})");
+                    }
+                }
+                // B_c vanishes exactly for a standing wave (k_A = 0); the kernel skips it.
+                let zero = d.a.iter().all(|&x| x == 0.0);
+                assert_eq!(band.zero, zero, "{name} n={n}");
+                assert_eq!(zero, name == "B_c" && k_a == 0.0, "{name} n={n} k_A={k_a}");
+            }
+        }
+    }
+}
