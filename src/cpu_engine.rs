@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::SolverError;
 use crate::integrate::continuation::continue_run;
+use crate::integrate::dkd::TopFrequencies;
 use crate::integrate::lanes::{run_block, Isa, LaneEnd, LaneJob, LaneSink};
 use crate::integrate::schedule::SampleSchedule;
 use crate::integrate::settings::SolverStats;
@@ -36,11 +37,14 @@ pub fn run_batch(cfgs: &[RunConfig]) -> Vec<Result<PointResult, SolverError>> {
 
 /// As [`run_batch`], on a given instruction set (benchmarks compare them).
 pub fn run_batch_on(isa: Isa, cfgs: &[RunConfig]) -> Vec<Result<PointResult, SolverError>> {
+    let mut top_frequencies = TopFrequencies::default();
     let prepared: Vec<Prepared> = cfgs
         .iter()
         .map(|cfg| {
             let robot = Robot::new(&cfg.params);
-            let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
+            let h = cfg
+                .fixed_step
+                .step_with(&robot, cfg.metrics.dt_out, &mut top_frequencies);
             let schedule = SampleSchedule::new(&cfg.metrics, cfg.params.t_final, h);
             Prepared {
                 cfg,

@@ -455,6 +455,41 @@ mod tests {
         }
     }
 
+    /// What the internal couple adds to a step of the f64 kernel (one invocation is one
+    /// leg), counted from naga's IR (docs/benchmarks.md, "The internal couple's cost";
+    /// print with `cargo test --release --lib couple_costs -- --nocapture`): the rows of
+    /// B_c Y, B_s Y, B_c X, B_s X (4 × 2n rows of six products and five sums, 88n flops)
+    /// and their combination, the phase's sincos, the right-hand side's additions and
+    /// the power's two dots. Measured: 588 flops per leg-step for n = 5 (+21 %).
+    #[test]
+    fn couple_costs_from_the_ir() {
+        use crate::gpu::budget::count_work;
+        for &(n, m) in &[(9, 5), (2, 12)] {
+            let work = |couple| {
+                let shape = KernelShape {
+                    couple,
+                    ..KernelShape::plain(n, m)
+                };
+                let (module, info) = validate(&source(shape, Precision::F64)).expect("valid");
+                count_work(&module, &info)
+            };
+            let (off, on) = (work(false), work(true));
+            let extra = on.step_flops - off.step_flops;
+            eprintln!(
+                "{n} x {m}: {} flops per leg-step without the couple, {} with it: {extra} flops \
+                 ({:.0} %) and {} loads more",
+                off.step_flops,
+                on.step_flops,
+                100.0 * extra as f64 / off.step_flops as f64,
+                on.step_loads - off.step_loads
+            );
+            let m = m as u32;
+            assert!(extra >= 88 * m, "{n}x{m}: {extra}");
+            assert!(extra <= 130 * m, "{n}x{m}: {extra} flops more per leg-step");
+            assert!(4 * extra <= off.step_flops, "{n}x{m}: {on:?} vs {off:?}");
+        }
+    }
+
     /// The checks catch what they are there for: a state load in the step loop, a
     /// dynamically indexed private array, an extra loop, a private array too large.
     #[test]

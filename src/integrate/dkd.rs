@@ -11,6 +11,8 @@
 //! damping; half drift with the new velocities. Elastic, spring, gravity and contact forces stay
 //! explicit, so the step is bounded by the top bending mode: h < 2/ω_max (θ = 0).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::SettingsError;
@@ -86,10 +88,42 @@ impl DkdSettings {
 
     /// The step for `robot` given the output interval.
     pub fn step_for(&self, robot: &Robot, dt_out: f64) -> f64 {
+        self.step_with(robot, dt_out, &mut TopFrequencies::default())
+    }
+
+    /// [`Self::step_for`] with ω_max looked up in `known` (for many robots at once).
+    pub fn step_with(&self, robot: &Robot, dt_out: f64, known: &mut TopFrequencies) -> f64 {
         let h_max = self
             .h
-            .unwrap_or_else(|| (self.safety * 2.0 / top_frequency(robot)).min(self.max_step));
+            .unwrap_or_else(|| (self.safety * 2.0 / known.get(robot)).min(self.max_step));
         dt_out / (dt_out / h_max).ceil()
+    }
+}
+
+/// ω_max of many robots, each distinct leg computed once (a batch's robots mostly share
+/// their legs, and with an internal couple ω_max costs a power iteration per phase). The
+/// key is every number [`top_frequency`] reads, bit for bit, so a hit is the same ω_max.
+#[derive(Debug, Default)]
+pub struct TopFrequencies(HashMap<Vec<u64>, f64>);
+
+impl TopFrequencies {
+    pub fn get(&mut self, robot: &Robot) -> f64 {
+        let couple = has_couple(&robot.p).then(|| CoupleMatrices::new(&robot.p));
+        let p = &robot.p;
+        let mut key = vec![robot.n_nodes as u64, p.k_m.to_bits()];
+        for m in [&robot.fe.bending, &robot.mass_inv]
+            .into_iter()
+            .chain(couple.iter().flat_map(|c| [&c.cos, &c.sin]))
+        {
+            key.extend(m.a.iter().map(|x| x.to_bits()));
+        }
+        if couple.is_some() {
+            key.push(p.axo_f.abs().to_bits());
+        }
+        *self
+            .0
+            .entry(key)
+            .or_insert_with(|| top_frequency_of(robot, couple.as_ref()))
     }
 }
 
@@ -97,35 +131,54 @@ impl DkdSettings {
 /// bending's, or with an internal couple that of the bending and the couple together.
 /// The couple's force is linear in q (docs/model.md (A5)), Q_A = −S(θ)q with
 /// S = f_A [[0, −B(θ)], [B(θ), 0]] symmetric; its phase θ sweeps every value during a run,
-/// so ω_max is the largest over a grid of phases.
+/// so ω_max is the largest over a grid of phases. θ and θ + π have the same spectrum
+/// (Y → −Y turns S(θ) into S(θ + π) and leaves the rest), so the grid covers half the circle.
 pub fn top_frequency(robot: &Robot) -> f64 {
-    let Some(couple) = has_couple(&robot.p).then(|| CoupleMatrices::new(&robot.p)) else {
+    let couple = has_couple(&robot.p).then(|| CoupleMatrices::new(&robot.p));
+    top_frequency_of(robot, couple.as_ref())
+}
+
+/// [`top_frequency`] given the couple's matrices (`None`: no couple).
+fn top_frequency_of(robot: &Robot, couple: Option<&CoupleMatrices>) -> f64 {
+    let Some(couple) = couple else {
         return top_bending_frequency(robot);
     };
     let m = 2 * robot.n_nodes;
     let (p, amp) = (&robot.p, robot.p.axo_f.abs());
-    (0..16)
+    let mass_inv = |r: usize, j: usize| robot.mass_inv.get(r, j);
+    // (ρM)⁻¹K_M·K, dense, once for every phase.
+    let stiff: Vec<f64> = (0..m * m)
+        .map(|e| {
+            let (r, col) = (e / m, e % m);
+            p.k_m
+                * (0..m)
+                    .map(|j| mass_inv(r, j) * robot.fe.bending.get(j, col))
+                    .sum::<f64>()
+        })
+        .collect();
+    (0..8)
         .map(|k| {
             let th = k as f64 * std::f64::consts::PI / 8.0;
             let (c, s) = (amp * th.cos(), amp * th.sin());
-            let b = |r: usize, col: usize| c * couple.cos.get(r, col) + s * couple.sin.get(r, col);
-            // y = (K_M K ⊕ K_M K + S) x, then (ρM)⁻¹ per component block.
-            let stiffness = |x: &[f64], z: &mut [f64]| {
-                let mut y = vec![0.0; 2 * m];
-                robot.fe.bending.mul(&x[..m], &mut y[..m]);
-                robot.fe.bending.mul(&x[m..], &mut y[m..]);
+            let b = |j: usize, col: usize| c * couple.cos.get(j, col) + s * couple.sin.get(j, col);
+            // (ρM)⁻¹B(θ); the operator is [[(ρM)⁻¹K_M K, −(ρM)⁻¹B], [(ρM)⁻¹B, (ρM)⁻¹K_M K]].
+            let mb: Vec<f64> = (0..m * m)
+                .map(|e| (0..m).map(|j| mass_inv(e / m, j) * b(j, e % m)).sum())
+                .collect();
+            let apply = |x: &[f64], z: &mut [f64]| {
+                let (xx, xy) = x.split_at(m);
                 for r in 0..m {
-                    y[r] *= p.k_m;
-                    y[m + r] *= p.k_m;
+                    let (rk, rb) = (&stiff[r * m..(r + 1) * m], &mb[r * m..(r + 1) * m]);
+                    let (mut zx, mut zy) = (0.0, 0.0);
                     for col in 0..m {
-                        y[r] -= b(r, col) * x[m + col];
-                        y[m + r] += b(r, col) * x[col];
+                        zx += rk[col] * xx[col] - rb[col] * xy[col];
+                        zy += rk[col] * xy[col] + rb[col] * xx[col];
                     }
+                    z[r] = zx;
+                    z[m + r] = zy;
                 }
-                robot.mass_inv.mul(&y[..m], &mut z[..m]);
-                robot.mass_inv.mul(&y[m..], &mut z[m..]);
             };
-            power_iteration(2 * m, stiffness).sqrt()
+            power_iteration(2 * m, apply).sqrt()
         })
         .fold(0.0, f64::max)
 }

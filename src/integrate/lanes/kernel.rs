@@ -10,7 +10,7 @@
 //! 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y; last the touchdown
 //! correction of v⁺ and of the leg's midpoint (docs/integrators.md, "Touchdown").
 
-use super::model::{band, Banded, BlockModel};
+use super::model::{band, Banded, BlockModel, CoupleBand};
 use super::simd::{dot, L};
 use crate::params::MAX_NODES;
 
@@ -63,7 +63,7 @@ pub struct Scratch<const W: usize> {
     r: [L<W>; LEG_MAX],
     z: [L<W>; LEG_MAX],
     w: [L<W>; LEG_MAX],
-    /// The internal couple's Q_A of the leg being kicked.
+    /// The internal couple's impulse h·Q_A on the leg being kicked.
     qa: [L<W>; LEG_MAX],
     /// (cos, sin) of ω_A t at this step's midpoint.
     axo_phase: [L<W>; 2],
@@ -368,49 +368,97 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
     load
 }
 
-/// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)) into
-/// `qa`: Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i,
-/// sin θ_i). B_c and B_s have the Hermite band: rows k and n + k go together as in
-/// [`banded_pass`], eight independent sums per node, and (c, s) enter at the end.
+/// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)), as
+/// the kick's impulse h·Q_A: added to the kick's right-hand side `r` and kept in `qa`
+/// for the power at the new velocity; returns h·Q_A·v (v: the old velocities).
+/// (cw, sw) = (cos, sin) of ω_A t.
+/// Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i, sin θ_i).
+/// B is antisymmetric with a zero diagonal, so its distinct band entries
+/// (`CoupleBand`: 5 per node) are combined once per leg, and each one enters its row
+/// and, negated, its mirror row. Rows k and n + k go together (as in [`banded_pass`]),
+/// summed in registers.
 #[inline(always)]
-fn couple_force<const W: usize, const F: bool>(
+#[allow(clippy::too_many_arguments)]
+fn couple_force<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
-    [b_cos, b_sin]: &[Banded<W>; 2],
+    [b_cos, b_sin]: &[CoupleBand<W>; 2],
     leg: usize,
-    n: usize,
+    [cw, sw]: [L<W>; 2],
     q: &[L<W>],
-    s: &mut Scratch<W>,
-) {
+    v: &[L<W>],
+    r: &mut [L<W>],
+    qa: &mut [L<W>],
+) -> L<W> {
+    let n = nodes::<W, NN>(m);
     let lc = &m.legs[leg];
-    let [cw, sw] = s.axo_phase;
-    let c = lc.axo_amp * cw.mul_add::<F>(lc.axo_cos, -(sw * lc.axo_sin));
-    let sn = lc.axo_amp * sw.mul_add::<F>(lc.axo_cos, cw * lc.axo_sin);
+    let amp = m.d.h * lc.axo_amp;
+    let c = amp * cw.mul_add::<F>(lc.axo_cos, -(sw * lc.axo_sin));
+    let sn = amp * sw.mul_add::<F>(lc.axo_cos, cw * lc.axo_sin);
     let mm = 2 * n;
-    let q = &q[..2 * mm];
-    for node in 0..n {
-        let cols = band(n, node);
-        let rows = [node, n + node];
-        let (rc, rs) = (
-            [&b_cos.coef[rows[0]], &b_cos.coef[rows[1]]],
-            [&b_sin.coef[rows[0]], &b_sin.coef[rows[1]]],
-        );
-        // Per row: B_c X, B_c Y, B_s X, B_s Y.
-        let mut acc = [[L::zero(); 4]; 2];
-        for t in 0..6 {
-            let (x, y) = (q[cols[t]], q[mm + cols[t]]);
-            for r in 0..2 {
-                acc[r][0] = rc[r][t].mul_add::<F>(x, acc[r][0]);
-                acc[r][1] = rc[r][t].mul_add::<F>(y, acc[r][1]);
-                acc[r][2] = rs[r][t].mul_add::<F>(x, acc[r][2]);
-                acc[r][3] = rs[r][t].mul_add::<F>(y, acc[r][3]);
+    let (x, y, v) = (&q[..mm], &q[mm..2 * mm], &v[..2 * mm]);
+    let (r, qa) = (&mut r[..2 * mm], &mut qa[..2 * mm]);
+    let mut power = [L::zero(); 2];
+    // Node k − 1's block to node k: B[k−1][k], B[k−1][n+k], B[n+k−1][k], B[n+k−1][n+k].
+    let mut prev = [L::zero(); 4];
+    for k in 0..n {
+        let (bc, bs) = (&b_cos.entries[k], &b_sin.entries[k]);
+        let used = if k + 1 < n { 5 } else { 1 };
+        let mut b = [L::zero(); 5];
+        if b_cos.zero {
+            for e in 0..used {
+                b[e] = sn * bs[e];
+            }
+        } else {
+            for e in 0..used {
+                b[e] = c.mul_add::<F>(bc[e], sn * bs[e]);
             }
         }
-        for (r, &i) in rows.iter().enumerate() {
-            let [cx, cy, sx, sy] = acc[r];
-            s.qa[i] = c.mul_add::<F>(cy, sn * sy);
-            s.qa[mm + i] = -c.mul_add::<F>(cx, sn * sx);
+        // B[k][n+k]; row n + k has its negative at column k.
+        let own = b[0];
+        let neg = -own;
+        // Per row (k, n + k): Σ B·X and Σ B·Y over the row's columns.
+        let mut sx = [own * x[k + n], neg * x[k]];
+        let mut sy = [own * y[k + n], neg * y[k]];
+        let mut next = [L::zero(); 4];
+        if k + 1 < n {
+            next = [b[1], b[2], b[3], b[4]];
+            let (c1, c2) = (k + 1, n + k + 1);
+            for j in 0..2 {
+                let (a1, a2) = (next[2 * j], next[2 * j + 1]);
+                sx[j] = a2.mul_add::<F>(x[c2], a1.mul_add::<F>(x[c1], sx[j]));
+                sy[j] = a2.mul_add::<F>(y[c2], a1.mul_add::<F>(y[c1], sy[j]));
+            }
+        }
+        if k > 0 {
+            // Mirrored: B[k][k−1] = −B[k−1][k], B[k][n+k−1] = −B[n+k−1][k], and so on.
+            let (c1, c2) = (k - 1, n + k - 1);
+            for j in 0..2 {
+                let (a1, a2) = (-prev[j], -prev[j + 2]);
+                sx[j] = a2.mul_add::<F>(x[c2], a1.mul_add::<F>(x[c1], sx[j]));
+                sy[j] = a2.mul_add::<F>(y[c2], a1.mul_add::<F>(y[c1], sy[j]));
+            }
+        }
+        prev = next;
+        for (j, i) in [k, n + k].into_iter().enumerate() {
+            let (fx, fy) = (sy[j], -sx[j]);
+            qa[i] = fx;
+            qa[mm + i] = fy;
+            r[i] += fx;
+            r[mm + i] += fy;
+            power[j] = v[i].mul_add::<F>(fx, v[mm + i].mul_add::<F>(fy, power[j]));
         }
     }
+    power[0] + power[1]
+}
+
+/// h·Q_A·v at the new velocity, in four independent sums: the leg's kick ends on it.
+#[inline(always)]
+fn couple_power<const W: usize, const F: bool>(qa: &[L<W>], v: &[L<W>]) -> L<W> {
+    let mut s = [L::zero(); 4];
+    for (k, (a, b)) in qa.iter().zip(v).enumerate() {
+        s[k % 4] = a.mul_add::<F>(*b, s[k % 4]);
+    }
+    (s[0] + s[1]) + (s[2] + s[3])
 }
 
 /// The tip's contact in the kick (docs/model.md (T3)–(T4)): the explicit impulse h·F on
@@ -471,8 +519,8 @@ fn tip_contact<const W: usize, const F: bool>(
 
 /// One leg's kick: `q` at the midpoint (moved by the touchdown correction), `v` old
 /// velocities in, new velocities out.
-/// Returns the leg's actuation powers at the new velocity: the servo's |M0 ψ̇| and the
-/// internal couple's |Q_A·v| (0 without one).
+/// Returns the leg's actuation power at the new velocity, the servo's |M0 ψ̇|, and the
+/// internal couple's work over the step, h·|Q_A·v| (0 without one).
 #[inline(always)]
 fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
@@ -483,14 +531,6 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     s: &mut Scratch<W>,
 ) -> [L<W>; 2] {
     let n = nodes::<W, NN>(m);
-    // The couple's power is taken at the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h
-    // over the step. (The new velocity alone carries the top bending mode's step-to-step
-    // swing, which |·| would count as work.)
-    let mut qv_old = L::zero();
-    if let Some(couple) = &m.couple {
-        couple_force::<W, F>(m, couple, leg, n, q, s);
-        qv_old = dot::<W, F>(&s.qa[..4 * n], v);
-    }
     let (mm, l) = (2 * n, 4 * n);
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
     let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
@@ -533,10 +573,12 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     if m.ground.terrain || m.ground.coulomb {
         r[ictip] += tip.impulse[1];
     }
-    if m.couple.is_some() {
-        for (rk, qk) in r.iter_mut().zip(&s.qa[..l]) {
-            *rk = m.d.h.mul_add::<F>(*qk, *rk);
-        }
+    // The couple's power is taken at the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h
+    // over the step. (The new velocity alone carries the top bending mode's step-to-step
+    // swing, which |·| would count as work.)
+    let mut qv_old = L::zero();
+    if let Some(couple) = &m.couple {
+        qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
     }
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
     // (each right-hand-side entry loaded once per pair of rows); r above lacks c·Gq.
@@ -641,7 +683,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let psi_dot = gb * v[ib] + gd * v[id];
     let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
     let couple = match m.couple {
-        Some(_) => ((qv_old + dot::<W, F>(&s.qa[..l], v)) * 0.5).abs(),
+        Some(_) => ((qv_old + couple_power::<W, F>(&s.qa[..l], v)) * 0.5).abs(),
         None => L::zero(),
     };
     [servo, couple]
@@ -706,12 +748,12 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     let mut base_force = std::mem::take(&mut s.base_force);
     let load = body_and_springs::<W, F, NN>(m, &st.q, &mut base_force);
     let l = 4 * nodes::<W, NN>(m);
-    let (mut power, mut power_axo) = (L::zero(), L::zero());
+    let (mut power, mut work_axo) = (L::zero(), L::zero());
     for (i, &bf) in base_force.iter().enumerate() {
         let r = i * l..(i + 1) * l;
         let [servo, couple] = kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s);
         power += servo;
-        power_axo += couple;
+        work_axo += couple;
     }
     s.base_force = base_force;
     let o = m.n_legs * l;
@@ -725,7 +767,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     }
     st.work = h.mul_add::<F>(power, st.work);
     if m.couple.is_some() {
-        st.work_axo = h.mul_add::<F>(power_axo, st.work_axo);
+        st.work_axo += work_axo;
     }
     st.steps += L::splat(1.0);
 }
