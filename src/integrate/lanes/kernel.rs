@@ -642,13 +642,24 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
     let (a2b, a2d, a3x, a3y) = (a2 * gb, a2 * gd, a3 * tx, a3 * ty);
-    for i in 0..mm {
-        let (pb, pt) = (pi(i, n), pi(i, n - 1));
-        v[i] = z[i] - a1 * w[i] - a2b * pb;
-        if sloped {
-            v[i] -= a3x * pt;
-        }
-        v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3y * pt;
+    // On flat ground tx = 0 in every lane: its terms are exact zeros, and the loop
+    // without them is the one that runs (the branch is outside the loop).
+    macro_rules! solve_update {
+        ($sloped:literal) => {
+            for i in 0..mm {
+                let (pb, pt) = (pi(i, n), pi(i, n - 1));
+                v[i] = z[i] - a1 * w[i] - a2b * pb;
+                if $sloped {
+                    v[i] -= a3x * pt;
+                }
+                v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3y * pt;
+            }
+        };
+    }
+    if sloped {
+        solve_update!(true)
+    } else {
+        solve_update!(false)
     }
     // Touchdown correction (docs/integrators.md, "Touchdown"), in two parts sharing the
     // direction D = P⁻¹U·C⁻¹e₁ = s₁·S⁻¹J (the kick's own response to its penalty):
@@ -667,18 +678,27 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let dq = m.d.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
     let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
     let (d2b, d2d, d3x, d3y) = (d2 * gb, d2 * gd, d3 * tx, d3 * ty);
-    for i in 0..mm {
-        let (pb, pt) = (pi(i, n), pi(i, n - 1));
-        let dx = if sloped {
-            d1.mul_add::<F>(w[i], d2b.mul_add::<F>(pb, d3x * pt))
-        } else {
-            d1.mul_add::<F>(w[i], d2b * pb)
+    macro_rules! touchdown_update {
+        ($sloped:literal) => {
+            for i in 0..mm {
+                let (pb, pt) = (pi(i, n), pi(i, n - 1));
+                let dx = if $sloped {
+                    d1.mul_add::<F>(w[i], d2b.mul_add::<F>(pb, d3x * pt))
+                } else {
+                    d1.mul_add::<F>(w[i], d2b * pb)
+                };
+                let dy = d1.mul_add::<F>(w[mm + i], d2d.mul_add::<F>(pb, d3y * pt));
+                v[i] = dv.mul_add::<F>(dx, v[i]);
+                v[mm + i] = dv.mul_add::<F>(dy, v[mm + i]);
+                q[i] = dq.mul_add::<F>(dx, q[i]);
+                q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
+            }
         };
-        let dy = d1.mul_add::<F>(w[mm + i], d2d.mul_add::<F>(pb, d3y * pt));
-        v[i] = dv.mul_add::<F>(dx, v[i]);
-        v[mm + i] = dv.mul_add::<F>(dy, v[mm + i]);
-        q[i] = dq.mul_add::<F>(dx, q[i]);
-        q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
+    }
+    if sloped {
+        touchdown_update!(true)
+    } else {
+        touchdown_update!(false)
     }
     let psi_dot = gb * v[ib] + gd * v[id];
     let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
