@@ -37,16 +37,26 @@ fn small_dataset(dir: &Path) -> PathBuf {
     ds
 }
 
-/// Run `args` with a standard output whose reader is gone before the first write.
+/// Run `args` with a standard output whose reader is gone before the first write: the
+/// pipe's read end is closed before the child starts (closing it after the spawn would
+/// race a fast command, which could fill the pipe's buffer and exit first).
 fn with_closed_stdout(args: &[&str], dir: &Path) -> (std::process::ExitStatus, String) {
-    let mut child = Command::new(BIN)
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors; the read end is closed at once and the
+    // write end is owned by the OwnedFd handed to the child.
+    let write_end = unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0, "pipe(2)");
+        libc::close(fds[0]);
+        std::os::fd::OwnedFd::from_raw_fd(fds[1])
+    };
+    let child = Command::new(BIN)
         .args(args)
         .current_dir(dir)
-        .stdout(Stdio::piped())
+        .stdout(Stdio::from(write_end))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     (
         out.status,

@@ -8,6 +8,9 @@
 //! |r| ≤ π/4 and the quadrant's swap and signs. Within 2⁻⁵¹ of libm for |x| ≤ 10⁶
 //! (tested); a lane beyond that range takes libm's values.
 
+// The constants are fdlibm's, written with the digits it publishes them with.
+#![allow(clippy::excessive_precision)]
+
 use super::simd::L;
 
 /// Largest |x| reduced here (|n| stays below 2²⁰, so n·PIO2_1 is exact).
@@ -74,9 +77,10 @@ pub fn sin_cos<const W: usize, const F: bool>(x: L<W>) -> (L<W>, L<W>) {
     }
     // A lane beyond the reduced range (or not finite) takes libm's values: each lane's
     // result depends on its own x alone.
-    if x.0.iter().any(|v| !(v.abs() <= REDUCED_MAX)) {
+    let beyond = |v: f64| v.is_nan() || v.abs() > REDUCED_MAX;
+    if x.0.iter().any(|&v| beyond(v)) {
         for j in 0..W {
-            if !(x.0[j].abs() <= REDUCED_MAX) {
+            if beyond(x.0[j]) {
                 (s.0[j], c.0[j]) = x.0[j].sin_cos();
             }
         }
