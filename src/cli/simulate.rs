@@ -16,6 +16,9 @@ use metachron::parquet;
 use metachron::reference::Method;
 use metachron::sample::Sample;
 use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::sweep::schema::{
+    META_ADAPTER, META_BACKEND, META_METRICS_SETTINGS, META_PARAMS, META_SOLVER_STATS, META_VERSION,
+};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -218,12 +221,12 @@ fn check_cost(
 fn run_metadata(plan: &Plan) -> Vec<(String, String)> {
     let cfg = &plan.cfg;
     vec![
-        ("metachron.version".into(), metachron::VERSION.into()),
+        (META_VERSION.into(), metachron::VERSION.into()),
         (
-            "metachron.metrics_settings".into(),
+            META_METRICS_SETTINGS.into(),
             toml::to_string(&cfg.metrics).unwrap_or_default(),
         ),
-        ("metachron.params".into(), cfg.params.to_toml_string()),
+        (META_PARAMS.into(), cfg.params.to_toml_string()),
     ]
     .into_iter()
     .chain(metachron::simulate::scheme_metadata(cfg, plan.backend))
@@ -234,18 +237,18 @@ fn run_metadata(plan: &Plan) -> Vec<(String, String)> {
 fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
     let cfg = &plan.cfg;
     vec![
-        ("metachron.version".into(), metachron::VERSION.into()),
-        ("metachron.backend".into(), result.backend.label().into()),
-        ("metachron.adapter".into(), adapter_label(result)),
+        (META_VERSION.into(), metachron::VERSION.into()),
+        (META_BACKEND.into(), result.backend.label().into()),
+        (META_ADAPTER.into(), adapter_label(result)),
         (
-            "metachron.solver_stats".into(),
+            META_SOLVER_STATS.into(),
             toml::to_string(&result.stats).unwrap_or_default(),
         ),
         (
-            "metachron.metrics_settings".into(),
+            META_METRICS_SETTINGS.into(),
             toml::to_string(&cfg.metrics).unwrap_or_default(),
         ),
-        ("metachron.params".into(), cfg.params.to_toml_string()),
+        (META_PARAMS.into(), cfg.params.to_toml_string()),
     ]
     .into_iter()
     .chain(metachron::simulate::scheme_metadata(cfg, result.backend))
@@ -376,13 +379,10 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
     meta.extend(plan.extra_metadata.iter().cloned());
     if let (Some(w), Some(path)) = (series, &plan.out) {
         let end_meta = vec![
+            (META_BACKEND.to_string(), result.backend.label().to_string()),
+            (META_ADAPTER.into(), adapter_label(&result)),
             (
-                "metachron.backend".to_string(),
-                result.backend.label().to_string(),
-            ),
-            ("metachron.adapter".into(), adapter_label(&result)),
-            (
-                "metachron.solver_stats".into(),
+                META_SOLVER_STATS.into(),
                 toml::to_string(&result.stats).unwrap_or_default(),
             ),
         ];

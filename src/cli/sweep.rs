@@ -191,6 +191,8 @@ fn run_options(a: &SweepArgs, plan: &Plan, shard: Shard) -> Result<RunOptions> {
     })
 }
 
+/// Warn about every part the check moved (or would move), left alone or found stray,
+/// so no file changes place without a word.
 fn report_quarantined(work: &Work, dry_run: bool) {
     for (from, to, why) in &work.quarantined {
         if dry_run {
@@ -218,6 +220,7 @@ fn report_quarantined(work: &Work, dry_run: bool) {
     }
 }
 
+/// What is about to run: the sweep's axes, points, chunks and where the dataset goes.
 fn print_plan(a: &SweepArgs, spec: &SweepSpec, work: &Work, opts: &RunOptions) {
     let chunks = work.pending.len().div_ceil(opts.batch);
     println!(
@@ -307,6 +310,7 @@ fn print_dry_run(a: &SweepArgs, spec: &SweepSpec, work: &Work, costs: &[f64]) ->
     Ok(())
 }
 
+/// A bar over `len` points, hidden with `--quiet` so logs of unattended runs stay clean.
 fn progress_bar(len: usize, quiet: bool) -> ProgressBar {
     let bar = if quiet {
         ProgressBar::hidden()
@@ -356,6 +360,33 @@ fn validate_on_reference(
     Ok(())
 }
 
+/// The pending point with the largest estimate and what it is made of, so a long sweep
+/// shows where its time goes.
+fn print_costliest(work: &Work, costs: &[f64], estimates: &HashMap<u64, Estimate>) {
+    if let Some((i, _)) = costs.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1)) {
+        let id = work.pending[i].point_id;
+        if let Some(e) = estimates.get(&id) {
+            println!("  costliest point {id}: {}", describe(e));
+        }
+    }
+}
+
+/// What ran (points, chunks, rate, how many not ok) and how to read the dataset.
+fn print_ran(summary: &run::RunSummary, opts: &RunOptions) {
+    let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
+    println!(
+        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged, failed or over budget)",
+        summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
+    );
+    println!(
+        "dataset -> {} (read with DuckDB: SELECT * FROM '{}/shard=*/*.parquet')",
+        opts.out.display(),
+        opts.out.display()
+    );
+}
+
+/// `metachron sweep`: plan the shard, show what it will cost, run what is pending
+/// (or hand refined sweeps to the atlas), then optionally check points on the reference.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
     let spec = load_spec(&a)?;
     let limit = a.estimate.limit()?;
@@ -383,12 +414,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     }
     if costs.iter().sum::<f64>() > SHOW_ABOVE {
         print_total(&work, &costs, a.backend);
-        if let Some((i, _)) = costs.iter().enumerate().max_by(|x, y| x.1.total_cmp(y.1)) {
-            let id = work.pending[i].point_id;
-            if let Some(e) = estimates.get(&id) {
-                println!("  costliest point {id}: {}", describe(e));
-            }
-        }
+        print_costliest(&work, &costs, &estimates);
     }
 
     let bar = progress_bar(work.pending.len(), a.quiet);
@@ -397,16 +423,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     })
     .with_context(|| format!("sweep {} -> {}", a.file.display(), opts.out.display()))?;
     bar.finish_and_clear();
-    let rate = summary.points_run as f64 / summary.wall_seconds.max(1e-9);
-    println!(
-        "ran {} points in {} chunks: wall {:.1} s, {rate:.2} points/s; {} not ok (diverged, failed or over budget)",
-        summary.points_run, summary.chunks_written, summary.wall_seconds, summary.not_ok
-    );
-    println!(
-        "dataset -> {} (read with DuckDB: SELECT * FROM '{}/shard=*/*.parquet')",
-        opts.out.display(),
-        opts.out.display()
-    );
+    print_ran(&summary, &opts);
     if let Some(k) = a.validate {
         validate_on_reference(&a, &spec, &plan, &opts, k)?;
     }

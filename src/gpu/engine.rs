@@ -92,6 +92,8 @@ pub struct GpuEngine<'a> {
     pipelines: Mutex<HashMap<KernelShape, wgpu::ComputePipeline>>,
 }
 
+/// One instance's upload and bookkeeping: its values, leg data, matrix set, sample
+/// schedule, step and initial state, so the batch can be assembled without the robot.
 fn plan_instance(
     cfg: &RunConfig,
     robot: &Robot,
@@ -216,6 +218,7 @@ fn reals(x: &[f64], precision: Precision) -> Vec<u8> {
     }
 }
 
+/// Read reals back from the device in the kernel's precision, widened to f64.
 fn from_reals(bytes: &[u8], precision: Precision) -> Vec<f64> {
     match precision {
         Precision::F64 => bytemuck::pod_collect_to_vec::<u8, f64>(bytes),
@@ -376,14 +379,7 @@ impl<'a> GpuEngine<'a> {
 
         let (mut plans, mats) = plan_batch(cfgs, shape);
         let state = initial_state(&plans, lay);
-        let mats_buf = self
-            .ctx
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("mats"),
-                contents: &reals(&mats, precision),
-                usage: wgpu::BufferUsages::STORAGE,
-            });
+        let mats_buf = self.upload_matrices(&mats);
         let batch = Batch {
             pipeline: &pipeline,
             mats: &mats_buf,
@@ -396,15 +392,8 @@ impl<'a> GpuEngine<'a> {
             .iter()
             .enumerate()
             .map(|(i, cfg)| {
-                let qv: Vec<f64> = if with_state {
-                    // q_hi + q_lo where the kernel keeps pairs.
-                    let lo = |k: usize| match lay.q_lo() {
-                        Some(at) if k < lay.nq() => state[(at + k) * b + i],
-                        _ => 0.0,
-                    };
-                    (0..2 * lay.nq())
-                        .map(|k| state[k * b + i] + lo(k))
-                        .collect()
+                let qv = if with_state {
+                    final_qv(&state, lay, b, i)
                 } else {
                     Vec::new()
                 };
@@ -415,6 +404,18 @@ impl<'a> GpuEngine<'a> {
                 )
             })
             .collect())
+    }
+
+    /// The batch's FE matrix sets as a storage buffer in the kernel's precision (read by
+    /// every instance, uploaded once).
+    fn upload_matrices(&self, mats: &[f64]) -> wgpu::Buffer {
+        self.ctx
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("mats"),
+                contents: &reals(mats, self.ctx.precision),
+                usage: wgpu::BufferUsages::STORAGE,
+            })
     }
 
     /// Advance `cfgs` (their plans and host copy of the state, SoA) from step
@@ -669,11 +670,24 @@ impl<'a> GpuEngine<'a> {
     }
 }
 
+/// Bind all of `buf` at `binding`: every buffer the kernel reads is bound whole.
 fn entry(binding: u32, buf: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
     wgpu::BindGroupEntry {
         binding,
         resource: buf.as_entire_binding(),
     }
+}
+
+/// Instance `i`'s final q then v from the SoA `state` of a batch of `b`, adding q_lo to
+/// q_hi where the compensated kernel keeps pairs, so continuation starts from full q.
+fn final_qv(state: &[f64], lay: StateLayout, b: usize, i: usize) -> Vec<f64> {
+    let lo = |k: usize| match lay.q_lo() {
+        Some(at) if k < lay.nq() => state[(at + k) * b + i],
+        _ => 0.0,
+    };
+    (0..2 * lay.nq())
+        .map(|k| state[k * b + i] + lo(k))
+        .collect()
 }
 
 /// Turn one instance's resident running sums into its metrics and status.

@@ -4,6 +4,9 @@
 use crate::bench::{BenchRow, Machine};
 use crate::error::OutputError;
 use crate::parquet::{write_pending, PendingFile, TableBuilder};
+use crate::sweep::schema::{
+    META_BENCH_CORES, META_BENCH_CPU_MODEL, META_BENCH_SIMD, META_BENCH_UNIX_TIME, META_VERSION,
+};
 
 /// Write the rows into `out`, created before the measurements (so an unwritable path
 /// fails before minutes of work).
@@ -35,11 +38,11 @@ pub fn write_bench(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let meta = [
-        ("metachron.version", crate::VERSION.to_string()),
-        ("metachron.bench.cpu_model", machine.cpu_model.clone()),
-        ("metachron.bench.cores", machine.cores.to_string()),
-        ("metachron.bench.simd", machine.simd.clone()),
-        ("metachron.bench.unix_time", unix.to_string()),
+        (META_VERSION, crate::VERSION.to_string()),
+        (META_BENCH_CPU_MODEL, machine.cpu_model.clone()),
+        (META_BENCH_CORES, machine.cores.to_string()),
+        (META_BENCH_SIMD, machine.simd.clone()),
+        (META_BENCH_UNIX_TIME, unix.to_string()),
     ]
     .map(|(k, v)| (k.to_string(), v));
     write_pending(out, &t.finish()?, &meta)

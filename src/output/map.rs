@@ -66,6 +66,7 @@ pub struct MapSummary {
     pub runs_per_cell: (usize, usize),
 }
 
+/// A plotting error about `path`: every refusal names the picture it was drawing.
 fn err(path: &Path, message: impl std::fmt::Display) -> OutputError {
     OutputError::Plot {
         path: path.display().to_string(),
@@ -315,6 +316,7 @@ fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     (first..=last).map(|k| round12(k as f64 * step)).collect()
 }
 
+/// `v` rounded to 12 significant digits, so that tick sums print as the round numbers they are.
 fn round12(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
@@ -549,6 +551,8 @@ struct Cells {
     runs: Vec<usize>,
 }
 
+/// Reduce each tile's rows to what it shows (most frequent class, class fraction with
+/// its Wilson interval, or finite mean of a metric), so drawing needs no dataset.
 fn aggregate(
     ds: &Dataset,
     req: &MapRequest,
@@ -573,17 +577,7 @@ fn aggregate(
             continue;
         }
         match q {
-            Quantity::Class => {
-                let cls = classes()?;
-                let mut best: Option<(Class, usize)> = None;
-                for cl in Class::ALL {
-                    let m = rows.iter().filter(|&&r| cls[r] == cl.label()).count();
-                    if m > 0 && best.is_none_or(|(_, b)| m > b) {
-                        best = Some((cl, m));
-                    }
-                }
-                c.class[k] = best.map(|(cl, _)| cl);
-            }
+            Quantity::Class => c.class[k] = most_frequent_class(classes()?, rows),
             Quantity::Fraction { class, marked } => {
                 let cls = classes()?;
                 let m = rows.iter().filter(|&&r| cls[r] == class.label()).count();
@@ -601,18 +595,39 @@ fn aggregate(
                         ),
                     ));
                 };
-                let f: Vec<f64> = rows
-                    .iter()
-                    .map(|&r| v[r])
-                    .filter(|x| x.is_finite())
-                    .collect();
-                if !f.is_empty() {
-                    c.num[k] = f.iter().sum::<f64>() / f.len() as f64;
-                }
+                c.num[k] = finite_mean(v, rows);
             }
         }
     }
     Ok(c)
+}
+
+/// The class most `rows` have (the first of [`Class::ALL`] on a tie), `None` when no
+/// row has a known class: a tile's colour in a class map.
+fn most_frequent_class(cls: &[String], rows: &[usize]) -> Option<Class> {
+    let mut best: Option<(Class, usize)> = None;
+    for cl in Class::ALL {
+        let m = rows.iter().filter(|&&r| cls[r] == cl.label()).count();
+        if m > 0 && best.is_none_or(|(_, b)| m > b) {
+            best = Some((cl, m));
+        }
+    }
+    best.map(|(cl, _)| cl)
+}
+
+/// Mean of the finite values of `v` at `rows` (NaN when none is): diverged runs leave
+/// a tile empty rather than poisoning its mean.
+fn finite_mean(v: &[f64], rows: &[usize]) -> f64 {
+    let f: Vec<f64> = rows
+        .iter()
+        .map(|&r| v[r])
+        .filter(|x| x.is_finite())
+        .collect();
+    if f.is_empty() {
+        f64::NAN
+    } else {
+        f.iter().sum::<f64>() / f.len() as f64
+    }
 }
 
 /// The colour bar's range (see [`MapOptions::range`]).
@@ -673,6 +688,8 @@ fn what(req: &MapRequest, q: Quantity) -> String {
     }
 }
 
+/// The title: the sweep's name (when the dataset has one) above what is shown and how
+/// many runs each cell holds.
 fn title_lines(ds: &Dataset, what: &str, runs: (usize, usize)) -> Vec<String> {
     let sweep = ds
         .metadata
@@ -751,6 +768,8 @@ where
     Ok(area.split_vertically(y + 4).1)
 }
 
+/// The map itself: axes with their ticks, one filled rectangle per tile, and a white
+/// diagonal across each tile whose interval is too wide to trust its colour.
 fn draw_tiles<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Picture) -> Result<(), String>
 where
     DB::ErrorType: 'static,
@@ -807,6 +826,7 @@ where
     Ok(())
 }
 
+/// The viridis colour bar over `(lo, hi)` with its label, so colours read as numbers.
 fn draw_colour_bar<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     (lo, hi): (f64, f64),
@@ -855,6 +875,7 @@ where
     Ok(())
 }
 
+/// One swatch per class present in the map, so colours read as classes.
 fn draw_class_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     classes: &[Class],
@@ -965,6 +986,63 @@ fn write_image(out: &Path, picture: &Picture) -> Result<(), OutputError> {
     done
 }
 
+/// The column `name` of `ds`, or an error listing the columns there are (a misspelt
+/// axis or metric is told what it could have been).
+fn named_column<'a>(ds: &'a Dataset, name: &str, out: &Path) -> Result<&'a Column, OutputError> {
+    ds.column(name).ok_or_else(|| {
+        let names: Vec<&str> = ds.columns.iter().map(|(n, _)| n.as_str()).collect();
+        err(
+            out,
+            format!(
+                "the dataset has no column `{name}`; columns are {}",
+                names.join(", ")
+            ),
+        )
+    })
+}
+
+/// The tiles to draw: each refined point's own tile when the dataset was refined and
+/// no `bins` were asked for, else the grid of the axes' cells.
+fn map_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis, bins: Option<usize>) -> Tiles {
+    match bins {
+        Some(_) => None,
+        None => refined_tiles(ds, xa, ya),
+    }
+    .unwrap_or_else(|| grid_tiles(xa, ya, ds.rows()))
+}
+
+/// Fewest and most runs over the tiles that hold any, `(0, 0)` when none does: the
+/// title says how much each colour rests on.
+fn runs_per_filled_cell(runs: &[usize]) -> (usize, usize) {
+    let filled_runs: Vec<usize> = runs.iter().copied().filter(|&n| n > 0).collect();
+    (
+        filled_runs.iter().copied().min().unwrap_or(0),
+        filled_runs.iter().copied().max().unwrap_or(0),
+    )
+}
+
+/// Each tile's colour: its class's, or its value on viridis over `range`; grey where
+/// the tile has nothing to show.
+fn tile_colours(q: Quantity, cells: &Cells, range: (f64, f64)) -> Vec<RGBColor> {
+    (0..cells.num.len())
+        .map(|k| match q {
+            Quantity::Class => cells.class[k].map(class_colour).unwrap_or(NO_DATA),
+            _ if cells.num[k].is_finite() => {
+                viridis((cells.num[k] - range.0) / (range.1 - range.0))
+            }
+            _ => NO_DATA,
+        })
+        .collect()
+}
+
+/// How many tiles have something to show (a class, or a finite value).
+fn filled_cells(q: Quantity, cells: &Cells) -> usize {
+    match q {
+        Quantity::Class => cells.class.iter().filter(|c| c.is_some()).count(),
+        _ => cells.num.iter().filter(|x| x.is_finite()).count(),
+    }
+}
+
 /// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`) with `opts`.
 pub fn draw_map_with(
     ds: &Dataset,
@@ -973,46 +1051,18 @@ pub fn draw_map_with(
     out: &Path,
 ) -> Result<MapSummary, OutputError> {
     check_table(ds, out)?;
-    let col = |name: &str| {
-        ds.column(name).ok_or_else(|| {
-            let names: Vec<&str> = ds.columns.iter().map(|(n, _)| n.as_str()).collect();
-            err(
-                out,
-                format!(
-                    "the dataset has no column `{name}`; columns are {}",
-                    names.join(", ")
-                ),
-            )
-        })
-    };
     let q = Quantity::parse(&req.metric, out)?;
     if q == Quantity::Metric {
-        col(&req.metric)?;
+        named_column(ds, &req.metric, out)?;
     }
-    let xa = MapAxis::new(&req.x, col(&req.x)?, opts.bins);
-    let ya = MapAxis::new(&req.y, col(&req.y)?, opts.bins);
-    let tiles = match opts.bins {
-        Some(_) => None,
-        None => refined_tiles(ds, &xa, &ya),
-    }
-    .unwrap_or_else(|| grid_tiles(&xa, &ya, ds.rows()));
+    let xa = MapAxis::new(&req.x, named_column(ds, &req.x, out)?, opts.bins);
+    let ya = MapAxis::new(&req.y, named_column(ds, &req.y, out)?, opts.bins);
+    let tiles = map_tiles(ds, &xa, &ya, opts.bins);
     let ci_width = opts.ci_width.unwrap_or(DEFAULT_CI_WIDTH);
     let cells = aggregate(ds, req, q, &tiles, ci_width, out)?;
     let range = colour_range(q, &req.metric, &cells.num, opts.range);
-    let filled_runs: Vec<usize> = cells.runs.iter().copied().filter(|&n| n > 0).collect();
-    let runs = (
-        filled_runs.iter().copied().min().unwrap_or(0),
-        filled_runs.iter().copied().max().unwrap_or(0),
-    );
-    let colours = (0..tiles.rects.len())
-        .map(|k| match q {
-            Quantity::Class => cells.class[k].map(class_colour).unwrap_or(NO_DATA),
-            _ if cells.num[k].is_finite() => {
-                viridis((cells.num[k] - range.0) / (range.1 - range.0))
-            }
-            _ => NO_DATA,
-        })
-        .collect();
+    let runs = runs_per_filled_cell(&cells.runs);
+    let colours = tile_colours(q, &cells, range);
     let what = what(req, q);
     let title = title_lines(ds, &what, runs);
     let bar_label = (q != Quantity::Class).then_some(what);
@@ -1036,10 +1086,7 @@ pub fn draw_map_with(
     Ok(MapSummary {
         rows: ds.rows(),
         cells: tiles.rects.len(),
-        filled_cells: match q {
-            Quantity::Class => cells.class.iter().filter(|c| c.is_some()).count(),
-            _ => cells.num.iter().filter(|x| x.is_finite()).count(),
-        },
+        filled_cells: filled_cells(q, &cells),
         x_log: xa.log,
         y_log: ya.log,
         range,

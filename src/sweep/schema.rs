@@ -116,6 +116,21 @@ pub const META_LAST_ID: &str = "metachron.last_point_id";
 pub const META_ROWS: &str = "metachron.rows";
 pub const META_DIGEST: &str = "metachron.content_digest";
 
+// --- File metadata of a single run (`metachron simulate`).
+
+/// The run's parameters as TOML.
+pub const META_PARAMS: &str = "metachron.params";
+/// The solver's step counts and timings as TOML.
+pub const META_SOLVER_STATS: &str = "metachron.solver_stats";
+
+// --- File metadata of a benchmark table (`metachron bench`): the machine it ran on.
+
+pub const META_BENCH_CPU_MODEL: &str = "metachron.bench.cpu_model";
+pub const META_BENCH_CORES: &str = "metachron.bench.cores";
+pub const META_BENCH_SIMD: &str = "metachron.bench.simd";
+/// When the measurements ended, in seconds since the Unix epoch.
+pub const META_BENCH_UNIX_TIME: &str = "metachron.bench.unix_time";
+
 // --- File metadata of a summary (`metachron summarize`).
 
 /// The dataset a summary was made from.

@@ -31,7 +31,7 @@ use std::path::Path;
 
 use crate::error::ParamError;
 use crate::params::{
-    is_text_param, parse_number, spec, Params, CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS,
+    is_text_param, parse_number, spec, ParamSpec, Params, CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS,
     SCALAR_PARAMS,
 };
 use crate::simulate::{ConfigError, RunConfig};
@@ -316,6 +316,7 @@ impl SweepSpec {
     }
 }
 
+/// Every parameter a sweep may name, for the message that refuses an unknown one.
 fn param_names() -> String {
     SCALAR_PARAMS
         .iter()
@@ -623,6 +624,8 @@ fn check_point_count(
 
 const RANGE_KEYS: &[&str] = &["start", "stop", "num", "log"];
 
+/// Read `axes[i]`: its parameter, group and values (listed, or generated from a range
+/// with `seed`), each key checked and named in its error.
 fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, SweepError> {
     let at = |k: &str| format!("axes[{i}].{k}");
     let mut t = match v {
@@ -634,17 +637,7 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
             ))
         }
     };
-    let param = match t.remove("param") {
-        Some(v) => cx.string(&at("param"), &v)?,
-        None => return Err(cx.err(at("param"), "missing: every axis names its parameter")),
-    };
-    let scalar = spec(&param);
-    if scalar.is_none() && !is_text_param(&param) {
-        return Err(cx.err(
-            at("param"),
-            format!("unknown parameter `{param}`; known are {}", param_names()),
-        ));
-    }
+    let (param, scalar) = axis_param(cx, i, &mut t)?;
     let group = match t.remove("group") {
         Some(v) => Some(cx.string(&at("group"), &v)?),
         None => None,
@@ -673,6 +666,29 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         group,
         values,
     })
+}
+
+/// Take `axes[i].param` out of `t`: the parameter's name and, for a scalar one, its
+/// spec (per-leg lists and choices have none); an unknown name is refused with the
+/// known ones listed.
+fn axis_param(
+    cx: &Ctx,
+    i: usize,
+    t: &mut toml::Table,
+) -> Result<(String, Option<&'static ParamSpec>), SweepError> {
+    let at = format!("axes[{i}].param");
+    let param = match t.remove("param") {
+        Some(v) => cx.string(&at, &v)?,
+        None => return Err(cx.err(at, "missing: every axis names its parameter")),
+    };
+    let scalar = spec(&param);
+    if scalar.is_none() && !is_text_param(&param) {
+        return Err(cx.err(
+            at,
+            format!("unknown parameter `{param}`; known are {}", param_names()),
+        ));
+    }
+    Ok((param, scalar))
 }
 
 /// The one key of `t` that says how the axis' values are given.
