@@ -6,8 +6,7 @@
 mod common;
 
 use common::energy::run_without_dissipation;
-use common::validation::{disagreements, point, run_engines};
-use metachron::batch::run_batch;
+use common::validation::{assert_lanes_independent, disagreements, point, run_engines};
 use metachron::model::axoneme::{couple_energy, couple_force, phase, CoupleMatrices};
 use metachron::model::Robot;
 use metachron::params::Params;
@@ -201,20 +200,7 @@ fn batch_engines_match_the_reference_with_the_couple() {
 fn lanes_with_and_without_the_couple_share_a_block() {
     let mut cfgs: Vec<RunConfig> = couple_points().into_iter().map(|(_, c)| c).collect();
     cfgs.extend([point(&[]), point(&["alpha=80"])]);
-    for c in &mut cfgs {
-        c.params.t_final = 1.0;
-        c.validate().unwrap();
-    }
-    let together = run_batch(&cfgs, Backend::Cpu);
-    for (k, cfg) in cfgs.iter().enumerate() {
-        let alone = run_batch(std::slice::from_ref(cfg), Backend::Cpu);
-        let (a, b) = (
-            &alone[0].as_ref().unwrap().metrics,
-            &together[k].as_ref().unwrap().metrics,
-        );
-        assert_eq!(a.scalars(), b.scalars(), "point {k}");
-        assert_eq!(a.pair_lag, b.pair_lag, "point {k}");
-    }
+    assert_lanes_independent(cfgs);
 }
 
 /// The paper's run with every new term at its default, against the metrics the engines

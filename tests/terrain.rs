@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::validation::{disagreements, point, run_engines};
+use common::validation::{assert_lanes_independent, disagreements, point, run_engines};
 use metachron::batch::run_batch;
 use metachron::model::terrain::Profile;
 use metachron::model::Robot;
@@ -199,20 +199,7 @@ fn every_ground_is_felt_and_the_default_is_flat() {
 fn lanes_on_different_grounds_share_a_block() {
     let mut cfgs: Vec<RunConfig> = terrain_points().into_iter().map(|(_, c)| c).collect();
     cfgs.extend([point(&[]), point(&["alpha=80"])]);
-    for c in &mut cfgs {
-        c.params.t_final = 1.0;
-        c.validate().unwrap();
-    }
-    let together = run_batch(&cfgs, Backend::Cpu);
-    for (k, cfg) in cfgs.iter().enumerate() {
-        let alone = run_batch(std::slice::from_ref(cfg), Backend::Cpu);
-        let (a, b) = (
-            &alone[0].as_ref().unwrap().metrics,
-            &together[k].as_ref().unwrap().metrics,
-        );
-        assert_eq!(a.scalars(), b.scalars(), "point {k}");
-        assert_eq!(a.pair_lag, b.pair_lag, "point {k}");
-    }
+    assert_lanes_independent(cfgs);
 }
 
 /// A robot standing still on a 3° incline (every leg straight down, servos holding rate 0,

@@ -149,3 +149,22 @@ pub fn run_engines(cfgs: &[RunConfig], test: &str) -> EngineRuns {
     }
     EngineRuns { reference, engines }
 }
+
+/// A lane's result does not depend on its neighbours in a SIMD block: each point of
+/// `cfgs`, run together on the cpu engine (over 1 s), gives the bits it gives alone.
+pub fn assert_lanes_independent(mut cfgs: Vec<RunConfig>) {
+    for c in &mut cfgs {
+        c.params.t_final = 1.0;
+        c.validate().unwrap();
+    }
+    let together = run_batch(&cfgs, Backend::Cpu);
+    for (k, cfg) in cfgs.iter().enumerate() {
+        let alone = run_batch(std::slice::from_ref(cfg), Backend::Cpu);
+        let (a, b) = (
+            &alone[0].as_ref().unwrap().metrics,
+            &together[k].as_ref().unwrap().metrics,
+        );
+        assert_eq!(a.scalars(), b.scalars(), "point {k}");
+        assert_eq!(a.pair_lag, b.pair_lag, "point {k}");
+    }
+}
