@@ -6,7 +6,6 @@
 mod common;
 
 use metachron::gpu::shader::COMPENSATED_FILE;
-use wgpu::util::DeviceExt;
 
 /// Run `body` (WGSL statements reading `io[0..8]` and writing `io[8..16]`) once.
 fn run(ctx: &metachron::gpu::GpuContext, body: &str, input: [f32; 8]) -> Vec<f32> {
@@ -15,53 +14,9 @@ fn run(ctx: &metachron::gpu::GpuContext, body: &str, input: [f32; 8]) -> Vec<f32
          @compute @workgroup_size(1) fn main() {{\n{body}\n}}\n",
         COMPENSATED_FILE.1
     );
-    let dev = &ctx.device;
-    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(src.into()),
-    });
-    let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
     let mut data = input.to_vec();
     data.extend([0.0f32; 8]);
-    let buf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: None,
-        contents: bytemuck::cast_slice(&data),
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-    });
-    let out = dev.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: 64,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &[wgpu::BindGroupEntry {
-            binding: 0,
-            resource: buf.as_entire_binding(),
-        }],
-    });
-    let mut enc = dev.create_command_encoder(&Default::default());
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(1, 1, 1);
-    }
-    enc.copy_buffer_to_buffer(&buf, 0, &out, 0, 64);
-    ctx.queue.submit([enc.finish()]);
-    out.map_async(wgpu::MapMode::Read, .., |_| {});
-    dev.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let v: Vec<f32> = bytemuck::pod_collect_to_vec(&out.get_mapped_range(..).unwrap());
-    v[8..].to_vec()
+    common::gpu::run_once(ctx, &src, &data)[8..].to_vec()
 }
 
 #[test]

@@ -6,7 +6,6 @@
 mod common;
 
 use metachron::gpu::shader::TERRAIN_FILE;
-use wgpu::util::DeviceExt;
 
 /// tanh_real of every input, computed on the adapter in f64.
 fn tanh_on_device(ctx: &metachron::gpu::GpuContext, xs: &[f64]) -> Vec<f64> {
@@ -23,54 +22,9 @@ fn tanh_on_device(ctx: &metachron::gpu::GpuContext, xs: &[f64]) -> Vec<f64> {
          @compute @workgroup_size(1) fn main() {{\n\
          for (var i = 0u; i < {n}u; i++) {{ io[{n}u + i] = tanh_real(io[i]); }}\n}}\n"
     );
-    let dev = &ctx.device;
-    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: None,
-        source: wgpu::ShaderSource::Wgsl(src.into()),
-    });
-    let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: None,
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
     let mut data = xs.to_vec();
     data.extend(vec![0.0f64; n]);
-    let bytes = (16 * n) as u64;
-    let buf = dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: None,
-        contents: bytemuck::cast_slice(&data),
-        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-    });
-    let out = dev.create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: bytes,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.get_bind_group_layout(0),
-        entries: &[wgpu::BindGroupEntry {
-            binding: 0,
-            resource: buf.as_entire_binding(),
-        }],
-    });
-    let mut enc = dev.create_command_encoder(&Default::default());
-    {
-        let mut pass = enc.begin_compute_pass(&Default::default());
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(1, 1, 1);
-    }
-    enc.copy_buffer_to_buffer(&buf, 0, &out, 0, bytes);
-    ctx.queue.submit([enc.finish()]);
-    out.map_async(wgpu::MapMode::Read, .., |_| {});
-    dev.poll(wgpu::PollType::wait_indefinitely()).unwrap();
-    let v: Vec<f64> = bytemuck::pod_collect_to_vec(&out.get_mapped_range(..).unwrap());
-    v[n..].to_vec()
+    common::gpu::run_once(ctx, &src, &data)[n..].to_vec()
 }
 
 #[test]
