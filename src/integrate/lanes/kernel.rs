@@ -67,6 +67,8 @@ pub struct Scratch<const W: usize> {
     qa: [L<W>; LEG_MAX],
     /// (cos, sin) of ω_A t at this step's midpoint.
     axo_phase: [L<W>; 2],
+    /// The couple's combined band entries B of the leg being kicked (`CoupleBand`).
+    couple_b: [[L<W>; 5]; MAX_NODES],
     base_force: Vec<[L<W>; 2]>,
 }
 
@@ -81,6 +83,7 @@ impl<const W: usize> Scratch<W> {
             w: z,
             qa: z,
             axo_phase: [L::zero(); 2],
+            couple_b: [[L::zero(); 5]; MAX_NODES],
             base_force: vec![[L::zero(); 2]; n_legs],
         }
     }
@@ -375,8 +378,8 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
 /// Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i, sin θ_i).
 /// B is antisymmetric with a zero diagonal, so its distinct band entries
 /// (`CoupleBand`: 5 per node) are combined once per leg, and each one enters its row
-/// and, negated, its mirror row. Rows k and n + k go together (as in [`banded_pass`]),
-/// summed in registers.
+/// and, negated, its mirror row: rows k and n + k of node k take node k's own entry,
+/// its block to node k + 1 and, mirrored, node k − 1's block to node k.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn couple_force<const W: usize, const F: bool, const NN: usize>(
@@ -388,6 +391,7 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
     v: &[L<W>],
     r: &mut [L<W>],
     qa: &mut [L<W>],
+    b: &mut [[L<W>; 5]],
 ) -> L<W> {
     let n = nodes::<W, NN>(m);
     let lc = &m.legs[leg];
@@ -397,58 +401,98 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
     let mm = 2 * n;
     let (x, y, v) = (&q[..mm], &q[mm..2 * mm], &v[..2 * mm]);
     let (r, qa) = (&mut r[..2 * mm], &mut qa[..2 * mm]);
-    let mut power = [L::zero(); 2];
-    // Node k − 1's block to node k: B[k−1][k], B[k−1][n+k], B[n+k−1][k], B[n+k−1][n+k].
-    let mut prev = [L::zero(); 4];
-    for k in 0..n {
-        let (bc, bs) = (&b_cos.entries[k], &b_sin.entries[k]);
-        let used = if k + 1 < n { 5 } else { 1 };
-        let mut b = [L::zero(); 5];
-        if b_cos.zero {
-            for e in 0..used {
-                b[e] = sn * bs[e];
-            }
-        } else {
-            for e in 0..used {
-                b[e] = c.mul_add::<F>(bc[e], sn * bs[e]);
-            }
-        }
-        // B[k][n+k]; row n + k has its negative at column k.
-        let own = b[0];
-        let neg = -own;
-        // Per row (k, n + k): Σ B·X and Σ B·Y over the row's columns.
-        let mut sx = [own * x[k + n], neg * x[k]];
-        let mut sy = [own * y[k + n], neg * y[k]];
-        let mut next = [L::zero(); 4];
-        if k + 1 < n {
-            next = [b[1], b[2], b[3], b[4]];
-            let (c1, c2) = (k + 1, n + k + 1);
-            for j in 0..2 {
-                let (a1, a2) = (next[2 * j], next[2 * j + 1]);
-                sx[j] = a2.mul_add::<F>(x[c2], a1.mul_add::<F>(x[c1], sx[j]));
-                sy[j] = a2.mul_add::<F>(y[c2], a1.mul_add::<F>(y[c1], sy[j]));
-            }
-        }
-        if k > 0 {
-            // Mirrored: B[k][k−1] = −B[k−1][k], B[k][n+k−1] = −B[n+k−1][k], and so on.
-            let (c1, c2) = (k - 1, n + k - 1);
-            for j in 0..2 {
-                let (a1, a2) = (-prev[j], -prev[j + 2]);
-                sx[j] = a2.mul_add::<F>(x[c2], a1.mul_add::<F>(x[c1], sx[j]));
-                sy[j] = a2.mul_add::<F>(y[c2], a1.mul_add::<F>(y[c1], sy[j]));
-            }
-        }
-        prev = next;
-        for (j, i) in [k, n + k].into_iter().enumerate() {
-            let (fx, fy) = (sy[j], -sx[j]);
-            qa[i] = fx;
-            qa[mm + i] = fy;
-            r[i] += fx;
-            r[mm + i] += fy;
-            power[j] = v[i].mul_add::<F>(fx, v[mm + i].mul_add::<F>(fy, power[j]));
-        }
+    let (bc, bs) = (&b_cos.entries[..n], &b_sin.entries[..n]);
+    // B's distinct entries for this leg and step, combined once (the last node has only
+    // its own); read back from memory below, each by its row and its mirror row.
+    let b = &mut b[..n];
+    if b_cos.zero {
+        each_node::<NN>(
+            n,
+            #[inline(always)]
+            |k| {
+                let used = if k + 1 == n { 1 } else { 5 };
+                for e in 0..used {
+                    b[k][e] = sn * bs[k][e];
+                }
+            },
+        );
+    } else {
+        each_node::<NN>(
+            n,
+            #[inline(always)]
+            |k| {
+                let used = if k + 1 == n { 1 } else { 5 };
+                for e in 0..used {
+                    b[k][e] = c.mul_add::<F>(bc[k][e], sn * bs[k][e]);
+                }
+            },
+        );
     }
-    power[0] + power[1]
+    let b = &*b;
+    each_node::<NN>(
+        n,
+        #[inline(always)]
+        |k| {
+            let bx = couple_rows::<W, F>(n, k, b, x);
+            let by = couple_rows::<W, F>(n, k, b, y);
+            // Q_X = B·Y, Q_Y = −B·X.
+            let (fx0, fy0, fx1, fy1) = (by[0], -bx[0], by[1], -bx[1]);
+            qa[k] = fx0;
+            qa[mm + k] = fy0;
+            qa[n + k] = fx1;
+            qa[mm + n + k] = fy1;
+            r[k] += fx0;
+            r[mm + k] += fy0;
+            r[n + k] += fx1;
+            r[mm + n + k] += fy1;
+        },
+    );
+    couple_power::<W, F>(qa, v)
+}
+
+/// Rows k and n + k of B·z (the couple's B, see [`couple_force`]; `b` its entries):
+/// B[k][n+k] = b[k][0], B[n+k][k] = −b[k][0], node k's block to node k + 1 as it is,
+/// node k − 1's block to node k mirrored and negated.
+#[inline(always)]
+fn couple_rows<const W: usize, const F: bool>(
+    n: usize,
+    k: usize,
+    b: &[[L<W>; 5]],
+    z: &[L<W>],
+) -> [L<W>; 2] {
+    let own = b[k][0];
+    let mut s0 = own * z[n + k];
+    let mut s1 = -(own * z[k]);
+    if k + 1 < n {
+        let next = &b[k];
+        s0 = next[2].mul_add::<F>(z[n + k + 1], next[1].mul_add::<F>(z[k + 1], s0));
+        s1 = next[4].mul_add::<F>(z[n + k + 1], next[3].mul_add::<F>(z[k + 1], s1));
+    }
+    if k > 0 {
+        let prev = &b[k - 1];
+        s0 -= prev[3].mul_add::<F>(z[n + k - 1], prev[1] * z[k - 1]);
+        s1 -= prev[4].mul_add::<F>(z[n + k - 1], prev[2] * z[k - 1]);
+    }
+    [s0, s1]
+}
+
+/// Calls `f(k)` for every node k = 0..n in order; where the kernel is specialised for
+/// its node count (NN > 0), unrolled by hand, so that k is a constant in each call and
+/// every index and boundary test in `f` folds away (the compiler does not unroll the
+/// longer node loops itself).
+#[inline(always)]
+fn each_node<const NN: usize>(n: usize, mut f: impl FnMut(usize)) {
+    const { assert!(NN <= 12 && MAX_NODES <= 12, "each_node unrolls 12 nodes") };
+    if NN == 0 {
+        for k in 0..n {
+            f(k);
+        }
+        return;
+    }
+    macro_rules! unrolled {
+        ($($k:literal)*) => { $( if $k < NN { f($k); } )* };
+    }
+    unrolled!(0 1 2 3 4 5 6 7 8 9 10 11);
 }
 
 /// h·Q_A·v at the new velocity, in four independent sums: the leg's kick ends on it.
@@ -578,7 +622,17 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // swing, which |·| would count as work.)
     let mut qv_old = L::zero();
     if let Some(couple) = &m.couple {
-        qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
+        qv_old = couple_force::<W, F, NN>(
+            m,
+            couple,
+            leg,
+            s.axo_phase,
+            q,
+            v,
+            r,
+            &mut s.qa,
+            &mut s.couple_b,
+        );
     }
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
     // (each right-hand-side entry loaded once per pair of rows); r above lacks c·Gq.
@@ -763,7 +817,8 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     if m.couple.is_some() {
         // ω_A t at the midpoint, t = (steps + ½)h; one sincos per lane for every leg.
         let arg = m.p.axo_omega * ((st.steps + 0.5) * m.d.h);
-        s.axo_phase = [arg.map(f64::cos), arg.map(f64::sin)];
+        let (sin, cos) = super::trig::sin_cos::<W, F>(arg);
+        s.axo_phase = [cos, sin];
     }
     let mut base_force = std::mem::take(&mut s.base_force);
     let load = body_and_springs::<W, F, NN>(m, &st.q, &mut base_force);
