@@ -4,6 +4,8 @@
 //! against an independent single run: the same robot to the same horizon with the
 //! window the continuation ends with (its last t_final/2), which must give the same
 //! numbers bit for bit on the same engine (same step, same sample grid, same sums).
+//! On the cpu engine the continuing lanes leave their blocks and go on in fresh ones;
+//! every point must still get the bits of its single run in a block of its width.
 
 mod common;
 
@@ -11,7 +13,9 @@ use std::process::Command;
 
 use common::scratch;
 use metachron::batch::{run_batch, run_point};
+use metachron::cpu_engine::run_batch_on;
 use metachron::gpu::GpuEngine;
+use metachron::integrate::lanes::Isa;
 use metachron::metrics::Metrics;
 use metachron::simulate::{Backend, PointResult, RunConfig};
 use metachron::sweep::dataset::{read_dataset, Column};
@@ -135,6 +139,135 @@ fn cpu_blocks_continue_unsettled_lanes_only() {
         }
         r.into_iter().take(cfgs.len()).collect()
     });
+}
+
+/// `n` copies of each of `cfgs`, in order: each runs in blocks of the full width.
+fn copies(cfgs: &[RunConfig], n: usize) -> Vec<RunConfig> {
+    cfgs.iter()
+        .flat_map(|c| std::iter::repeat_n(c.clone(), n))
+        .collect()
+}
+
+fn cpu(cfgs: &[RunConfig]) -> Vec<PointResult> {
+    run_batch(cfgs, Backend::Cpu)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn cpu_batch_gathers_continuing_lanes_into_fresh_blocks_bit_for_bit() {
+    // A batch where some runs continue and others do not, with and without the internal
+    // couple (whose phase reads the step count: a continued lane must carry it on), and
+    // one run whose step cap falls inside its continuation. 20 points: no block of one
+    // lane on any width (the one-lane kernel is checked below).
+    let w = Isa::detect().lanes();
+    let mut cfgs = Vec::new();
+    for couple in [&[][..], &["axo_f=350", "axo_omega=3"][..]] {
+        for k_p in [2.0, 2.5, 3.0, 4.0, 6.0, 8.0, 10.0, 15.0, 30.0] {
+            let mut c = point(k_p, Some(8.0));
+            for o in couple {
+                c.params.apply_override(o).unwrap();
+            }
+            c.validate().unwrap();
+            cfgs.push(c);
+        }
+    }
+    cfgs.push(settled());
+    let mut capped = changing();
+    capped.until_settled = None;
+    let at_t_final = cpu(std::slice::from_ref(&capped))[0].stats.steps;
+    let cap = 3 * at_t_final / 2;
+    capped.until_settled = Some(8.0);
+    capped.fixed_step.max_steps = Some(cap as u64);
+    cfgs.insert(3, capped);
+    assert_eq!(cfgs.len() % 2, 0);
+
+    let r = cpu(&cfgs);
+    let continued = cfgs
+        .iter()
+        .zip(&r)
+        .filter(|(c, x)| x.metrics.t_run > c.params.t_final)
+        .count();
+    assert!(
+        (6..cfgs.len() - 6).contains(&continued),
+        "a mix of continuing and finished runs: {continued} of {} continued",
+        cfgs.len()
+    );
+    // The step cap counts from the run's start, across the lane's blocks.
+    let h = r[3].stats.fixed_step;
+    assert_eq!(r[3].stats.steps, cap, "capped: steps");
+    assert_eq!(
+        r[3].metrics.status,
+        metachron::sample::Status::BudgetExceeded {
+            time: cap as f64 * h
+        },
+        "capped: status"
+    );
+    assert_eq!(r[3].metrics.t_run, cap as f64 * h, "capped: t_run");
+    // The independent reference: every other point as the single run it stands for (to
+    // its t_run, the continuation's window; a finished one as run without
+    // continuation), in blocks of the full width where nothing continues.
+    let singles: Vec<RunConfig> = cfgs
+        .iter()
+        .zip(&r)
+        .map(|(c, x)| {
+            if x.metrics.t_run > c.params.t_final && x.metrics.status.is_ok() {
+                single_run_twin(c, x.metrics.t_run)
+            } else {
+                let mut plain = c.clone();
+                plain.until_settled = None;
+                plain
+            }
+        })
+        .collect();
+    let reference = cpu(&copies(&singles, w));
+    for (i, (c, x)) in cfgs.iter().zip(&r).enumerate() {
+        if i == 3 {
+            continue;
+        }
+        let what = format!(
+            "point {i} (k_p {}, t_run {})",
+            c.params.k_p, x.metrics.t_run
+        );
+        assert_same(&what, x, &reference[i * w]);
+        assert_eq!(
+            x.stats.steps as f64,
+            (x.metrics.t_run / x.stats.fixed_step).round(),
+            "{what}: steps to t_run"
+        );
+    }
+}
+
+#[test]
+fn cpu_continuing_lane_keeps_the_width_of_its_first_block() {
+    // A lone instance runs the one-lane kernel and continues on it; a lane whose block
+    // mates have all finished continues in a padded block of the full width (the two
+    // kernels may round differently), on every instruction set this CPU has.
+    let (c, s) = (changing(), settled());
+    let twin = single_run_twin(&c, 4.0);
+    for isa in ["avx512", "avx2", "portable"]
+        .into_iter()
+        .filter_map(Isa::named)
+    {
+        let run = |cfgs: &[RunConfig]| -> Vec<PointResult> {
+            run_batch_on(isa, cfgs)
+                .into_iter()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let what = |case: &str| format!("{}: {case}", isa.label());
+        let alone = &run(std::slice::from_ref(&c))[0];
+        assert_eq!(alone.metrics.t_run, 4.0, "{}", what("alone"));
+        assert_same(&what("alone"), alone, &run(std::slice::from_ref(&twin))[0]);
+        let pair = run(&[c.clone(), s.clone()]);
+        assert_eq!(pair[0].metrics.t_run, 4.0);
+        assert_same(
+            &what("with a finished block mate"),
+            &pair[0],
+            &run(&copies(std::slice::from_ref(&twin), isa.lanes()))[0],
+        );
+    }
 }
 
 #[test]

@@ -5,11 +5,14 @@
 //! (a lane's `max_steps`, the block's deadline) are checked between chunks of at most
 //! [`BUDGET_CHECK_STEPS`] steps, so even a lane whose output interval never ends stops.
 //! A lane whose schedule ends ok may be continued from its state with a longer
-//! schedule on the same grid ([`LaneSink::extend`], `--until-settled`).
+//! schedule on the same grid ([`LaneSink::extend`], `--until-settled`): in its block,
+//! or handed back with its state ([`LaneState`]) to go on in a fresh block
+//! ([`run_block_from`]), so that a few continuing lanes do not keep whole blocks busy.
 
 use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
 use super::model::BlockModel;
+use super::simd::L;
 use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
@@ -50,52 +53,142 @@ pub trait LaneSink {
     fn progress(&mut self, _t: f64) {}
 }
 
-/// Run `jobs` (at most W, all of one shape) as one block on `isa`. `sink` receives
-/// every lane's samples in time order (sample 0 first) and the simulated time of lane 0,
-/// and may continue a lane that ends ok ([`LaneSink::extend`]). A lane past its step
-/// budget or deadline ends `budget_exceeded`.
+/// A lane's state where it stands between blocks: positions, velocities, steps taken
+/// (its place on the schedule's grid, so time and the couple's phase carry on exactly),
+/// the work sums, and the schedule's sample it is at (already reported).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaneState {
+    pub q: Vec<f64>,
+    pub v: Vec<f64>,
+    pub steps: usize,
+    pub work: f64,
+    pub work_axo: f64,
+    pub sample: usize,
+}
+
+impl LaneState {
+    /// At rest at t = 0 in the robot's initial position (sample 0, not yet reported).
+    pub fn at_rest(robot: &Robot) -> LaneState {
+        let q = robot.initial_state().0;
+        LaneState {
+            v: vec![0.0; q.len()],
+            q,
+            steps: 0,
+            work: 0.0,
+            work_axo: 0.0,
+            sample: 0,
+        }
+    }
+}
+
+/// Where a lane that its sink continues ([`LaneSink::extend`]) goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continue {
+    /// In its block, with a longer schedule (the other lanes parked meanwhile).
+    InBlock,
+    /// Out of its block: its state is handed back ([`LaneOutcome::Continues`]), for the
+    /// caller to gather with other continuing lanes into a fresh block.
+    HandBack,
+}
+
+/// How a lane left its block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LaneOutcome {
+    /// The lane's run ended.
+    Ended(LaneEnd),
+    /// The lane goes on elsewhere ([`Continue::HandBack`]): its state at the end of the
+    /// schedule it ran, and the longer schedule it continues with.
+    Continues {
+        state: LaneState,
+        schedule: SampleSchedule,
+    },
+}
+
+/// Run `jobs` (at most W, all of one shape) as one block on `isa`, every lane from rest.
+/// `sink` receives every lane's samples in time order (sample 0 first) and the simulated
+/// time of lane 0, and may continue a lane that ends ok in the block
+/// ([`LaneSink::extend`]). A lane past its step budget or deadline ends
+/// `budget_exceeded`.
 pub fn run_block<const W: usize>(
     isa: Isa,
     jobs: &[LaneJob],
     sink: &mut dyn LaneSink,
 ) -> Vec<LaneEnd> {
-    let robots: Vec<&Robot> = jobs.iter().map(|j| j.robot).collect();
+    let starts: Vec<LaneState> = jobs.iter().map(|j| LaneState::at_rest(j.robot)).collect();
+    run_block_from::<W>(isa, jobs, &starts, Continue::InBlock, sink)
+        .into_iter()
+        .map(|o| match o {
+            LaneOutcome::Ended(end) => end,
+            LaneOutcome::Continues { .. } => unreachable!("an in-block run hands no lane back"),
+        })
+        .collect()
+}
+
+/// Run `jobs` as one block on `isa`, lane j from `starts[j]` (at rest, or where an
+/// earlier block handed it back) on its schedule `jobs[j].schedule`, which holds the
+/// state's sample and steps on its grid. A lane starting at sample 0 reports it first;
+/// steps, time and budgets count from the run's start, not the block's. A lane that
+/// `sink` continues goes on as `onward` says.
+pub fn run_block_from<const W: usize>(
+    isa: Isa,
+    jobs: &[LaneJob],
+    starts: &[LaneState],
+    onward: Continue,
+    sink: &mut dyn LaneSink,
+) -> Vec<LaneOutcome> {
+    assert_eq!(jobs.len(), starts.len(), "one start per lane");
+    assert!(
+        (1..=W).contains(&jobs.len()),
+        "1 to {W} lanes in a block of width {W}"
+    );
+    for (job, s) in jobs.iter().zip(starts) {
+        assert_eq!(
+            job.schedule.steps_to(s.sample),
+            s.steps,
+            "a lane starts on its schedule's grid"
+        );
+    }
     let records: Vec<InstanceRecord> = jobs
         .iter()
         .map(|j| InstanceRecord::new(j.robot, j.schedule.h, j.theta))
         .collect();
     let model = BlockModel::<W>::new(&records.iter().collect::<Vec<_>>());
-    let initial: Vec<Vec<f64>> = robots.iter().map(|r| r.initial_state().0).collect();
-    let nq = initial[0].len();
-    let lane = |j: usize| j.min(jobs.len() - 1);
-    let mut st = BlockState::<W>::at_rest(nq, |j, k| initial[lane(j)][k]);
+    let rest: Vec<Vec<f64>> = jobs.iter().map(|j| j.robot.initial_state().0).collect();
+    let nq = starts[0].q.len();
+    let mut st = block_state::<W>(starts);
     let mut scratch = Scratch::<W>::new(model.n_legs);
-    let mut ends: Vec<Option<LaneEnd>> = vec![None; jobs.len()];
-    let mut next = vec![1usize; jobs.len()];
-    // Each lane's schedule, replaced when the sink continues the lane.
+    let mut outcomes: Vec<Option<LaneOutcome>> = vec![None; jobs.len()];
+    // Steps each lane had taken before this block; `done` counts the block's own.
+    let base: Vec<usize> = starts.iter().map(|s| s.steps).collect();
+    let mut next: Vec<usize> = starts.iter().map(|s| s.sample + 1).collect();
+    // Each lane's schedule, replaced when the sink continues the lane in the block.
     let mut scheds: Vec<SampleSchedule> = jobs.iter().map(|j| j.schedule).collect();
-    for (j, job) in jobs.iter().enumerate() {
-        sink.sample(j, &Sample::from_state(job.robot, 0.0, &initial[j], 0.0));
+    for (j, (job, s)) in jobs.iter().zip(starts).enumerate() {
+        if s.sample == 0 {
+            sink.sample(j, &Sample::from_state(job.robot, 0.0, &s.q, s.work));
+        }
     }
     let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nq]);
     let mut done = 0;
     while let Some(due) = (0..jobs.len())
-        .filter(|&j| ends[j].is_none())
-        .map(|j| scheds[j].steps_to(next[j]))
+        .filter(|&j| outcomes[j].is_none())
+        .map(|j| scheds[j].steps_to(next[j]) - base[j])
         .min()
     {
         let step_budget = (0..jobs.len())
-            .filter(|&j| ends[j].is_none())
-            .filter_map(|j| jobs[j].max_steps)
-            .map(|m| usize::try_from(m).unwrap_or(usize::MAX).max(done))
+            .filter(|&j| outcomes[j].is_none())
+            .filter_map(|j| {
+                let m = usize::try_from(jobs[j].max_steps?).unwrap_or(usize::MAX);
+                Some(m.saturating_sub(base[j]).max(done))
+            })
             .min()
             .unwrap_or(usize::MAX);
         let target = due.min(done + BUDGET_CHECK_STEPS).min(step_budget);
         isa.advance(&model, &mut st, &mut scratch, target - done);
         done = target;
         for (j, job) in jobs.iter().enumerate() {
-            let sched = scheds[j];
-            if ends[j].is_some() || sched.steps_to(next[j]) != done {
+            let (sched, at) = (scheds[j], base[j] + done);
+            if outcomes[j].is_some() || sched.steps_to(next[j]) != at {
                 continue;
             }
             let (k, t) = (next[j], sched.time(next[j]));
@@ -105,15 +198,10 @@ pub fn run_block<const W: usize>(
             }
             let mut sample = Sample::from_state(job.robot, t, &q, st.work.lane(j));
             sample.work_axo = st.work_axo.lane(j);
-            let end = |status| {
-                Some(LaneEnd {
-                    status,
-                    steps: done,
-                })
-            };
+            let end = |status| Some(LaneOutcome::Ended(LaneEnd { status, steps: at }));
             if !state_is_sane(&q) || !v.iter().all(|x| x.is_finite()) || !sample.is_finite() {
-                ends[j] = end(Status::Diverged { time: t });
-                park(&mut st, j, &initial[j]);
+                outcomes[j] = end(Status::Diverged { time: t });
+                park(&mut st, j, &rest[j]);
                 continue;
             }
             sink.sample(j, &sample);
@@ -122,32 +210,66 @@ pub fn run_block<const W: usize>(
             }
             if k < sched.n_samples {
                 next[j] += 1;
-            } else if let Some(longer) = sink
+                continue;
+            }
+            let longer = sink
                 .extend(j, &sched)
                 // Only a schedule that keeps the grid so far continues the lane.
-                .filter(|l| l.n_samples > k && l.steps_to(k) == done && l.h == sched.h)
-            {
-                scheds[j] = longer;
-                next[j] += 1;
-            } else {
-                ends[j] = end(Status::Ok);
+                .filter(|l| l.n_samples > k && l.steps_to(k) == at && l.h == sched.h);
+            match (longer, onward) {
+                (Some(longer), Continue::InBlock) => {
+                    scheds[j] = longer;
+                    next[j] += 1;
+                }
+                (Some(longer), Continue::HandBack) => {
+                    outcomes[j] = Some(LaneOutcome::Continues {
+                        state: LaneState {
+                            q: q.clone(),
+                            v: v.clone(),
+                            steps: at,
+                            work: sample.work,
+                            work_axo: sample.work_axo,
+                            sample: k,
+                        },
+                        schedule: longer,
+                    });
+                    park(&mut st, j, &rest[j]);
+                }
+                (None, _) => outcomes[j] = end(Status::Ok),
             }
         }
         for (j, job) in jobs.iter().enumerate() {
-            let over = job.max_steps.is_some_and(|m| done as u64 >= m);
-            if ends[j].is_none() && (over || job.deadline.passed()) {
-                let time = done as f64 * scheds[j].h;
-                ends[j] = Some(LaneEnd {
+            let at = base[j] + done;
+            let over = job.max_steps.is_some_and(|m| at as u64 >= m);
+            if outcomes[j].is_none() && (over || job.deadline.passed()) {
+                let time = at as f64 * scheds[j].h;
+                outcomes[j] = Some(LaneOutcome::Ended(LaneEnd {
                     status: Status::BudgetExceeded { time },
-                    steps: done,
-                });
-                park(&mut st, j, &initial[j]);
+                    steps: at,
+                }));
+                park(&mut st, j, &rest[j]);
             }
         }
     }
-    ends.into_iter()
-        .map(|e| e.expect("every lane ends"))
+    outcomes
+        .into_iter()
+        .map(|o| o.expect("every lane ends or is handed back"))
         .collect()
+}
+
+/// The block's state with lane j at `starts[j]`; the lanes past the last start repeat
+/// it (a padded block computes them and nobody reads them).
+fn block_state<const W: usize>(starts: &[LaneState]) -> BlockState<W> {
+    let lane = |j: usize| &starts[j.min(starts.len() - 1)];
+    let column = |x: &dyn Fn(&LaneState) -> f64| L(std::array::from_fn(|j| x(lane(j))));
+    let nq = starts[0].q.len();
+    BlockState {
+        q: (0..nq).map(|k| column(&|s| s.q[k])).collect(),
+        v: (0..nq).map(|k| column(&|s| s.v[k])).collect(),
+        steps: column(&|s| s.steps as f64),
+        work: column(&|s| s.work),
+        work_axo: column(&|s| s.work_axo),
+    }
 }
 
 /// Put a finished lane back on a finite state so it costs no more than any other.

@@ -14,5 +14,7 @@ pub mod model;
 pub mod simd;
 pub mod trig;
 
-pub use driver::{run_block, LaneEnd, LaneJob, LaneSink};
+pub use driver::{
+    run_block, run_block_from, Continue, LaneEnd, LaneJob, LaneOutcome, LaneSink, LaneState,
+};
 pub use isa::Isa;
