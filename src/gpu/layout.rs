@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 use super::tally::StateLayout;
 use super::Precision;
 use crate::model::axoneme;
-use crate::model::terrain::{Profile, HARMONICS};
+use crate::model::terrain::Profile;
 use crate::params::Params;
 
 /// Invocations a workgroup aims at: two NVIDIA warps, one AMD wave64; a robot's legs
@@ -88,14 +88,11 @@ pub struct KernelShape {
 
 impl KernelShape {
     /// The kernel an instance with parameters `p` runs on. The ground's rule is the
-    /// instance record's (`InstanceRecord::has_ground`, `terrain_harmonics`).
+    /// profile's (`Profile::is_flat`, `Profile::harmonics`), as in the instance record.
     pub fn of(p: &Params) -> KernelShape {
         let profile = Profile::new(p);
         let ground = !profile.is_flat() || p.mu_c != 0.0;
-        let harmonics = (0..HARMONICS)
-            .rev()
-            .find(|&m| profile.amp[m] != 0.0)
-            .map_or(0, |m| m + 1);
+        let harmonics = profile.harmonics();
         KernelShape {
             n_legs: p.n_legs,
             n_nodes: p.n_nodes,

@@ -14,7 +14,7 @@
 
 use crate::model::axoneme::{self, CoupleMatrices};
 use crate::model::hermite::Dense;
-use crate::model::terrain::HARMONICS;
+use crate::model::terrain::{Profile, HARMONICS};
 use crate::model::Robot;
 use crate::params::KernelParams;
 
@@ -247,12 +247,17 @@ pub struct InstanceRecord {
     pub derived: Derived<f64>,
     pub legs: Vec<LegConstants<f64>>,
     pub matrices: MatrixSet,
+    /// The terrain is the paper's flat line (`Profile::is_flat`).
+    pub flat: bool,
+    /// Harmonics of the terrain in use (`Profile::harmonics`).
+    pub harmonics: usize,
 }
 
 impl InstanceRecord {
     /// The record of `robot` stepped with h and bending implicitness θ.
     pub fn new(robot: &Robot, h: f64, theta: f64) -> InstanceRecord {
         let c = Context { robot, h, theta };
+        let profile = Profile::new(&robot.p);
         InstanceRecord {
             n_legs: robot.n_legs,
             n_nodes: robot.n_nodes,
@@ -262,6 +267,8 @@ impl InstanceRecord {
                 .map(|i| LegConstants::build((&c, i)))
                 .collect(),
             matrices: MatrixSet::new(&c),
+            flat: profile.is_flat(),
+            harmonics: profile.harmonics(),
         }
     }
 
@@ -274,20 +281,16 @@ impl InstanceRecord {
         self.matrices.couple.is_some()
     }
 
-    /// Harmonics of the terrain in use: the highest m with aₘ or bₘ ≠ 0 (0 for flat
-    /// ground and for a slope).
+    /// Harmonics of the terrain in use (`Profile::harmonics`: 0 for flat ground and for
+    /// a slope).
     pub fn terrain_harmonics(&self) -> usize {
-        let hs = self.derived.terrain_harmonics();
-        (0..HARMONICS)
-            .rev()
-            .find(|&m| hs[m] != [0.0, 0.0])
-            .map_or(0, |m| m + 1)
+        self.harmonics
     }
 
     /// Whether the instance stands on anything but the paper's ground: a profile that is
     /// not flat, or Coulomb friction at the tips. Without either the kick's contact is
     /// the paper's (17) and skips the terrain and the friction's linearisation.
     pub fn has_ground(&self) -> bool {
-        self.derived.terrain_slope != 0.0 || self.terrain_harmonics() > 0 || self.params.mu_c != 0.0
+        !self.flat || self.params.mu_c != 0.0
     }
 }

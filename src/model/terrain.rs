@@ -77,6 +77,15 @@ impl Profile {
         self.slope == 0.0 && self.amp.iter().all(|&a| a == 0.0)
     }
 
+    /// Harmonics a kernel evaluates: the highest m with Aₘ ≠ 0 (0 for flat ground and
+    /// for a slope). The batch kernels' one rule for it.
+    pub fn harmonics(&self) -> usize {
+        self.amp
+            .iter()
+            .rposition(|&a| a != 0.0)
+            .map_or(0, |m| m + 1)
+    }
+
     /// h_p(u) and h_p′(u), each harmonic's sine evaluated directly.
     pub fn raw(&self, u: f64) -> Height {
         let mut hp = Height {

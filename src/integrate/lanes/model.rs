@@ -175,9 +175,7 @@ impl<const W: usize> BlockModel<W> {
             ]
         });
         let ground = Ground {
-            terrain: r
-                .iter()
-                .any(|x| x.derived.terrain_slope != 0.0 || x.terrain_harmonics() > 0),
+            terrain: r.iter().any(|x| !x.flat),
             harmonics: d
                 .terrain_harmonics()
                 .into_iter()
