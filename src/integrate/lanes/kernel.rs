@@ -495,7 +495,8 @@ fn each_node<const NN: usize>(n: usize, mut f: impl FnMut(usize)) {
     unrolled!(0 1 2 3 4 5 6 7 8 9 10 11);
 }
 
-/// h·Q_A·v at the new velocity, in four independent sums: the leg's kick ends on it.
+/// h·Q_A·v in four independent sums: at the old velocity when the impulse is made, at
+/// the new one where the leg's kick ends.
 #[inline(always)]
 fn couple_power<const W: usize, const F: bool>(qa: &[L<W>], v: &[L<W>]) -> L<W> {
     let mut s = [L::zero(); 4];
