@@ -192,6 +192,16 @@ impl Class {
             Class::Failed => "failed",
         }
     }
+
+    /// The class written `label` in datasets and sweep files.
+    pub fn from_label(label: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.label() == label)
+    }
+
+    /// Every label, comma-separated: what an error lists where a class name is asked for.
+    pub fn labels() -> String {
+        Class::ALL.map(|c| c.label()).join(", ")
+    }
 }
 
 /// Declares [`Metrics`] with its scalar metrics listed once: the struct fields, their
@@ -711,6 +721,20 @@ impl<'a> WindowSums<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sweep files and map commands name classes by label: each label reads back as its
+    /// class, and an error's list names all seven.
+    #[test]
+    fn every_class_label_reads_back() {
+        for c in Class::ALL {
+            assert_eq!(Class::from_label(c.label()), Some(c));
+        }
+        assert_eq!(Class::from_label("Metachronal"), None);
+        assert_eq!(
+            Class::labels(),
+            "metachronal, synchronous, locked, unlocked, still, diverged, failed"
+        );
+    }
 
     fn params(t_final: f64) -> Params {
         Params {

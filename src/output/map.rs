@@ -422,17 +422,12 @@ impl Quantity {
             (_, Some(l)) => (l, false),
             _ => return Ok(Quantity::Metric),
         };
-        let class = Class::ALL
-            .iter()
-            .copied()
-            .find(|c| c.label() == label)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Class::ALL.iter().map(|c| c.label()).collect();
-                err(
-                    out,
-                    format!("`{metric}`: the classes are {}", names.join(", ")),
-                )
-            })?;
+        let class = Class::from_label(label).ok_or_else(|| {
+            err(
+                out,
+                format!("`{metric}`: the classes are {}", Class::labels()),
+            )
+        })?;
         Ok(Quantity::Fraction { class, marked })
     }
 }

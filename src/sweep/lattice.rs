@@ -154,17 +154,8 @@ impl Refine {
             }
             RefineBy::Class
         } else if let Some(label) = by.strip_prefix("fraction:") {
-            let class = Class::ALL
-                .iter()
-                .copied()
-                .find(|c| c.label() == label)
-                .ok_or_else(|| {
-                    let names: Vec<&str> = Class::ALL.iter().map(|c| c.label()).collect();
-                    err(
-                        "by",
-                        format!("`{by}`: the classes are {}", names.join(", ")),
-                    )
-                })?;
+            let class = Class::from_label(label)
+                .ok_or_else(|| err("by", format!("`{by}`: the classes are {}", Class::labels())))?;
             let threshold = need_threshold(&by)?;
             if threshold > 1.0 {
                 return Err(err(
