@@ -6,13 +6,11 @@
 
 mod common;
 
+use common::energy::run_without_dissipation;
 use common::validation::{assert_lanes_independent, disagreements, point, run_engines};
 use metachron::batch::run_batch;
 use metachron::model::terrain::Profile;
-use metachron::model::Robot;
 use metachron::params::{Params, TerrainKind};
-use metachron::reference::{run_reference, ReferenceSettings};
-use metachron::sample::{Deadline, Sample, SampleTimes};
 use metachron::simulate::{Backend, RunConfig};
 
 fn params(overrides: &[&str]) -> Params {
@@ -62,42 +60,23 @@ fn the_normal_force_is_the_penalty_gradient_on_a_slope_and_normal_on_a_curve() {
 /// changes by far more than the drift.
 #[test]
 fn energy_is_conserved_striking_a_slope_on_the_reference() {
-    let mut p = params(&[
-        "zeta=0",
-        "nu=0",
-        "k_p=0",
-        "mu=0",
-        "actuated=none",
-        "terrain=slope",
-        "terrain_angle=1deg",
-        "terrain_start=1",
-        "terrain_blend=1",
-    ]);
-    p.t_final = 0.3;
-    let r = Robot::new(&p);
-    let settings = ReferenceSettings {
-        rtol: 1e-9,
-        atol: 1e-11,
-        ..ReferenceSettings::default()
-    };
-    let times = SampleTimes::new(0.01, p.t_final, 30);
     let (mut totals, mut contact) = (Vec::new(), Vec::new());
     let mut kinetic: f64 = 0.0;
-    let run = run_reference(
-        &r,
-        &settings,
-        &times,
-        Deadline::NONE,
-        |s: &Sample| {
+    run_without_dissipation(
+        &[
+            "actuated=none",
+            "terrain=slope",
+            "terrain_angle=1deg",
+            "terrain_start=1",
+            "terrain_blend=1",
+        ],
+        |r, s| {
             let e = r.energy(&s.q, &s.v);
             kinetic = kinetic.max(e.kinetic);
             totals.push(e.total());
             contact.push(e.contact);
         },
-        |_| {},
-    )
-    .unwrap();
-    assert!(run.status.is_ok());
+    );
     let spread = |x: &[f64]| x.iter().map(|e| (e - x[0]).abs()).fold(0.0, f64::max);
     let drift = spread(&totals);
     assert!(kinetic > 1.0, "kinetic {kinetic}");
