@@ -153,6 +153,17 @@ fn advance_portable<const W: usize>(
     specialised::<W, PORTABLE_FMA>(m, st, s, steps)
 }
 
+/// Consecutive steps of one `advance` run drift to the next midpoint in one go; the
+/// last ends at its step's end, where the driver reads the state.
+#[inline(always)]
+fn step_end(k: usize, steps: usize) -> kernel::StepEnd {
+    if k + 1 == steps {
+        kernel::StepEnd::AtEnd
+    } else {
+        kernel::StepEnd::NextMidpoint
+    }
+}
+
 /// The step loop, specialised for the paper's five nodes per leg (the common case:
 /// its loops unroll) and generic otherwise. Inlined into each `#[target_feature]`
 /// function above, so it is compiled for that instruction set.
@@ -164,12 +175,12 @@ fn specialised<const W: usize, const F: bool>(
     steps: usize,
 ) {
     if m.n_nodes == 5 {
-        for _ in 0..steps {
-            kernel::step::<W, F, 5>(m, st, s);
+        for k in 0..steps {
+            kernel::step::<W, F, 5>(m, st, s, k > 0, step_end(k, steps));
         }
     } else {
-        for _ in 0..steps {
-            kernel::step::<W, F, 0>(m, st, s);
+        for k in 0..steps {
+            kernel::step::<W, F, 0>(m, st, s, k > 0, step_end(k, steps));
         }
     }
 }

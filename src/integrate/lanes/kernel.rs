@@ -574,6 +574,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     v: &mut [L<W>],
     base_force: [L<W>; 2],
     s: &mut Scratch<W>,
+    end: StepEnd,
 ) -> [L<W>; 2] {
     let n = nodes::<W, NN>(m);
     let (mm, l) = (2 * n, 4 * n);
@@ -635,36 +636,26 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
             &mut s.couple_b,
         );
     }
-    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, two rows at a time
-    // (each right-hand-side entry loaded once per pair of rows); r above lacks c·Gq.
+    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, four rows at a time
+    // (each right-hand-side entry loaded once per four rows); r above lacks c·Gq.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
-    for i in (0..mm).step_by(2) {
-        let (p0, p1) = (
-            &m.p_inv[i * mm..(i + 1) * mm],
-            &m.p_inv[(i + 1) * mm..(i + 2) * mm],
-        );
-        let mut acc = [L::zero(); 8];
-        for j in 0..mm {
-            let (a, b, c, d) = (r[j], r[mm + j], gq[j], gq[mm + j]);
-            for (row, p) in [p0[j], p1[j]].into_iter().enumerate() {
-                let o = 4 * row;
-                acc[o] = p.mul_add::<F>(a, acc[o]);
-                acc[o + 1] = p.mul_add::<F>(b, acc[o + 1]);
-                acc[o + 2] = p.mul_add::<F>(c, acc[o + 2]);
-                acc[o + 3] = p.mul_add::<F>(d, acc[o + 3]);
-            }
-        }
-        for row in 0..2 {
-            let (o, ii) = (4 * row, i + row);
-            let (zx, zy) = (
-                c_gq.mul_add::<F>(acc[o + 2], acc[o]),
-                c_gq.mul_add::<F>(acc[o + 3], acc[o + 1]),
-            );
-            z[ii] = m.d.inertia_share.mul_add::<F>(v[ii], zx);
-            z[mm + ii] = m.d.inertia_share.mul_add::<F>(v[mm + ii], zy);
-            w[ii] = acc[o + 2] * 2.0;
-            w[mm + ii] = acc[o + 3] * 2.0;
-        }
+    let solve = PinvRows {
+        p_inv: &m.p_inv,
+        mm,
+        r,
+        gq,
+        v,
+        c_gq,
+        share: m.d.inertia_share,
+    };
+    let mut i = 0;
+    while i + 4 <= mm {
+        solve.rows::<F, 4>(i, z, w);
+        i += 4;
+    }
+    while i < mm {
+        solve.rows::<F, 1>(i, z, w);
+        i += 1;
     }
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
     // The friction column lies along the tip's tangent t = (tx, ty): P⁻¹ is block
@@ -755,6 +746,15 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     } else {
         touchdown_update!(false)
     }
+    // The step's closing half drift, and where the next step follows at once its opening
+    // one, while the leg is at hand (the same two roundings as two passes over the state).
+    let half = m.d.h * 0.5;
+    for (q, v) in q.iter_mut().zip(v.iter()) {
+        *q = half.mul_add::<F>(*v, *q);
+        if end == StepEnd::NextMidpoint {
+            *q = half.mul_add::<F>(*v, *q);
+        }
+    }
     let psi_dot = gb * v[ib] + gd * v[id];
     let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
     let couple = match m.couple {
@@ -762,6 +762,51 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         None => L::zero(),
     };
     [servo, couple]
+}
+
+/// The kick's pass over P⁻¹: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = 2P⁻¹Gq, R rows at a
+/// time (both components of r and Gq are loaded once per R rows, and 4R independent
+/// sums hide the multiply-add latency).
+struct PinvRows<'a, const W: usize> {
+    p_inv: &'a [L<W>],
+    mm: usize,
+    r: &'a [L<W>],
+    gq: &'a [L<W>],
+    v: &'a [L<W>],
+    c_gq: L<W>,
+    share: L<W>,
+}
+
+impl<const W: usize> PinvRows<'_, W> {
+    #[inline(always)]
+    fn rows<const F: bool, const R: usize>(&self, i: usize, z: &mut [L<W>], w: &mut [L<W>]) {
+        let mm = self.mm;
+        let (r, gq, v) = (&self.r[..2 * mm], &self.gq[..2 * mm], &self.v[..2 * mm]);
+        let p: [&[L<W>]; R] =
+            std::array::from_fn(|row| &self.p_inv[(i + row) * mm..(i + row + 1) * mm]);
+        let mut acc = [[L::zero(); 4]; R];
+        for j in 0..mm {
+            let (a, b, c, d) = (r[j], r[mm + j], gq[j], gq[mm + j]);
+            for row in 0..R {
+                let pj = p[row][j];
+                acc[row][0] = pj.mul_add::<F>(a, acc[row][0]);
+                acc[row][1] = pj.mul_add::<F>(b, acc[row][1]);
+                acc[row][2] = pj.mul_add::<F>(c, acc[row][2]);
+                acc[row][3] = pj.mul_add::<F>(d, acc[row][3]);
+            }
+        }
+        for (row, acc) in acc.iter().enumerate() {
+            let ii = i + row;
+            let (zx, zy) = (
+                self.c_gq.mul_add::<F>(acc[2], acc[0]),
+                self.c_gq.mul_add::<F>(acc[3], acc[1]),
+            );
+            z[ii] = self.share.mul_add::<F>(v[ii], zx);
+            z[mm + ii] = self.share.mul_add::<F>(v[mm + ii], zy);
+            w[ii] = acc[2] * 2.0;
+            w[mm + ii] = acc[3] * 2.0;
+        }
+    }
 }
 
 /// LDLᵀ factors of an SPD 3×3 matrix (no pivoting needed: C = I + UᵀP⁻¹U), with the
@@ -803,17 +848,31 @@ impl<const W: usize> Ldlt3<W> {
     }
 }
 
+/// Where a step leaves the positions: at its end (the state a sample reads), or half a
+/// drift further, at the next step's midpoint, when that step follows at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepEnd {
+    AtEnd,
+    NextMidpoint,
+}
+
 /// One DKD-dc step of every lane: half drift, springs and body load at the midpoint,
 /// kick per leg and of the body (damping implicit), half drift. Adds h·power to work.
+/// `at_midpoint`: the state is already at this step's midpoint (the step before ended
+/// with [`StepEnd::NextMidpoint`]); each leg's closing drift is done where its kick ends.
 #[inline(always)]
 pub fn step<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     st: &mut BlockState<W>,
     s: &mut Scratch<W>,
+    at_midpoint: bool,
+    end: StepEnd,
 ) {
     let half = m.d.h * 0.5;
-    for (q, v) in st.q.iter_mut().zip(&st.v) {
-        *q = half.mul_add::<F>(*v, *q);
+    if !at_midpoint {
+        for (q, v) in st.q.iter_mut().zip(&st.v) {
+            *q = half.mul_add::<F>(*v, *q);
+        }
     }
     if m.couple.is_some() {
         // ω_A t at the midpoint, t = (steps + ½)h; one sincos per lane for every leg.
@@ -827,7 +886,8 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     let (mut power, mut work_axo) = (L::zero(), L::zero());
     for (i, &bf) in base_force.iter().enumerate() {
         let r = i * l..(i + 1) * l;
-        let [servo, couple] = kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s);
+        let [servo, couple] =
+            kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s, end);
         power += servo;
         work_axo += couple;
     }
@@ -838,8 +898,11 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     v[o] = (mass * v[o] + h * (mass * m.p.g + load[0])) / (mass + h * m.p.zeta);
     v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.p.zeta);
     v[o + 2] = (m.d.inertia * v[o + 2] + h * load[2]) / (m.d.inertia + h * m.d.zeta_l2);
-    for (q, v) in st.q.iter_mut().zip(&st.v) {
+    for (q, v) in st.q[o..].iter_mut().zip(&st.v[o..]) {
         *q = half.mul_add::<F>(*v, *q);
+        if end == StepEnd::NextMidpoint {
+            *q = half.mul_add::<F>(*v, *q);
+        }
     }
     st.work = h.mul_add::<F>(power, st.work);
     if m.couple.is_some() {
