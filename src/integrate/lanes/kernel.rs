@@ -372,12 +372,13 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
 }
 
 /// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)), as
-/// the kick's impulse h·Q_A: added to the kick's right-hand side `r` and kept in `qa`
-/// for the power at the new velocity; returns h·Q_A·v (v: the old velocities).
-/// (cw, sw) = (cos, sin) of ω_A t.
+/// the kick's impulse h·Q_A = scale·qa: added to the kick's right-hand side `r`, with
+/// `qa` kept for the power at the new velocity; returns [scale, qa·v] (v: the old
+/// velocities). (cw, sw) = (cos, sin) of ω_A t.
 /// Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i, sin θ_i).
 /// B is antisymmetric with a zero diagonal, so its distinct band entries
-/// (`CoupleBand`: 5 per node) are combined once per leg, and each one enters its row
+/// (`CoupleBand`: 5 per node) are combined once per leg (without a travelling wave,
+/// B_c = 0, B_s's entries serve as they are and scale = s), and each one enters its row
 /// and, negated, its mirror row: rows k and n + k of node k take node k's own entry,
 /// its block to node k + 1 and, mirrored, node k − 1's block to node k.
 #[inline(always)]
@@ -392,7 +393,7 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
     r: &mut [L<W>],
     qa: &mut [L<W>],
     b: &mut [[L<W>; 5]],
-) -> L<W> {
+) -> [L<W>; 2] {
     let n = nodes::<W, NN>(m);
     let lc = &m.legs[leg];
     let amp = m.d.h * lc.axo_amp;
@@ -404,19 +405,12 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
     let (bc, bs) = (&b_cos.entries[..n], &b_sin.entries[..n]);
     // B's distinct entries for this leg and step, combined once (the last node has only
     // its own); read back from memory below, each by its row and its mirror row.
-    let b = &mut b[..n];
-    if b_cos.zero {
-        each_node::<NN>(
-            n,
-            #[inline(always)]
-            |k| {
-                let used = if k + 1 == n { 1 } else { 5 };
-                for e in 0..used {
-                    b[k][e] = sn * bs[k][e];
-                }
-            },
-        );
+    // Without a travelling wave (k_A = 0: B_c = 0) B = sn·B_s: the rows of B_s are
+    // scaled once each instead.
+    let (b, scale): (&[[L<W>; 5]], L<W>) = if b_cos.zero {
+        (bs, sn)
     } else {
+        let b = &mut b[..n];
         each_node::<NN>(
             n,
             #[inline(always)]
@@ -427,8 +421,10 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
                 }
             },
         );
-    }
-    let b = &*b;
+        (&*b, L::splat(1.0))
+    };
+    // h·Q_A·v at the old velocities, summed as the impulse is made.
+    let mut power = [L::zero(); 4];
     each_node::<NN>(
         n,
         #[inline(always)]
@@ -436,18 +432,23 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
             let bx = couple_rows::<W, F>(n, k, b, x);
             let by = couple_rows::<W, F>(n, k, b, y);
             // Q_X = B·Y, Q_Y = −B·X.
+            // Kept unscaled: the impulse is scale·qa.
             let (fx0, fy0, fx1, fy1) = (by[0], -bx[0], by[1], -bx[1]);
+            power[0] = fx0.mul_add::<F>(v[k], power[0]);
+            power[1] = fy0.mul_add::<F>(v[mm + k], power[1]);
+            power[2] = fx1.mul_add::<F>(v[n + k], power[2]);
+            power[3] = fy1.mul_add::<F>(v[mm + n + k], power[3]);
             qa[k] = fx0;
             qa[mm + k] = fy0;
             qa[n + k] = fx1;
             qa[mm + n + k] = fy1;
-            r[k] += fx0;
-            r[mm + k] += fy0;
-            r[n + k] += fx1;
-            r[mm + n + k] += fy1;
+            r[k] = scale.mul_add::<F>(fx0, r[k]);
+            r[mm + k] = scale.mul_add::<F>(fy0, r[mm + k]);
+            r[n + k] = scale.mul_add::<F>(fx1, r[n + k]);
+            r[mm + n + k] = scale.mul_add::<F>(fy1, r[mm + n + k]);
         },
     );
-    couple_power::<W, F>(qa, v)
+    [scale, (power[0] + power[1]) + (power[2] + power[3])]
 }
 
 /// Rows k and n + k of B·z (the couple's B, see [`couple_force`]; `b` its entries):
@@ -493,17 +494,6 @@ fn each_node<const NN: usize>(n: usize, mut f: impl FnMut(usize)) {
         ($($k:literal)*) => { $( if $k < NN { f($k); } )* };
     }
     unrolled!(0 1 2 3 4 5 6 7 8 9 10 11);
-}
-
-/// h·Q_A·v in four independent sums: at the old velocity when the impulse is made, at
-/// the new one where the leg's kick ends.
-#[inline(always)]
-fn couple_power<const W: usize, const F: bool>(qa: &[L<W>], v: &[L<W>]) -> L<W> {
-    let mut s = [L::zero(); 4];
-    for (k, (a, b)) in qa.iter().zip(v).enumerate() {
-        s[k % 4] = a.mul_add::<F>(*b, s[k % 4]);
-    }
-    (s[0] + s[1]) + (s[2] + s[3])
 }
 
 /// The tip's contact in the kick (docs/model.md (T3)–(T4)): the explicit impulse h·F on
@@ -622,9 +612,9 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // The couple's power is taken at the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h
     // over the step. (The new velocity alone carries the top bending mode's step-to-step
     // swing, which |·| would count as work.)
-    let mut qv_old = L::zero();
+    let [mut qa_scale, mut qv_old] = [L::zero(); 2];
     if let Some(couple) = &m.couple {
-        qv_old = couple_force::<W, F, NN>(
+        [qa_scale, qv_old] = couple_force::<W, F, NN>(
             m,
             couple,
             leg,
@@ -724,8 +714,15 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let dq = m.d.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
     let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
     let (d2b, d2d, d3x, d3y) = (d2 * gb, d2 * gd, d3 * tx, d3 * ty);
+    // The same loop closes the step: the half drift (twice where the next step follows at
+    // once: the same two roundings as two passes over the state) and, with a couple, its
+    // power at the new velocity, while the leg is at hand.
+    let half = m.d.h * 0.5;
+    let next = end == StepEnd::NextMidpoint;
+    let qa = &s.qa[..l];
+    let mut power = [L::zero(); 4];
     macro_rules! touchdown_update {
-        ($sloped:literal) => {
+        ($sloped:literal, $couple:literal) => {
             for i in 0..mm {
                 let (pb, pt) = (pi(i, n), pi(i, n - 1));
                 let dx = if $sloped {
@@ -734,31 +731,37 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
                     d1.mul_add::<F>(w[i], d2b * pb)
                 };
                 let dy = d1.mul_add::<F>(w[mm + i], d2d.mul_add::<F>(pb, d3y * pt));
-                v[i] = dv.mul_add::<F>(dx, v[i]);
-                v[mm + i] = dv.mul_add::<F>(dy, v[mm + i]);
-                q[i] = dq.mul_add::<F>(dx, q[i]);
-                q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
+                let (vx, vy) = (dv.mul_add::<F>(dx, v[i]), dv.mul_add::<F>(dy, v[mm + i]));
+                v[i] = vx;
+                v[mm + i] = vy;
+                let mut qx = half.mul_add::<F>(vx, dq.mul_add::<F>(dx, q[i]));
+                let mut qy = half.mul_add::<F>(vy, dq.mul_add::<F>(dy, q[mm + i]));
+                if next {
+                    qx = half.mul_add::<F>(vx, qx);
+                    qy = half.mul_add::<F>(vy, qy);
+                }
+                q[i] = qx;
+                q[mm + i] = qy;
+                if $couple {
+                    let o = 2 * (i % 2);
+                    power[o] = qa[i].mul_add::<F>(vx, power[o]);
+                    power[o + 1] = qa[mm + i].mul_add::<F>(vy, power[o + 1]);
+                }
             }
         };
     }
-    if sloped {
-        touchdown_update!(true)
-    } else {
-        touchdown_update!(false)
-    }
-    // The step's closing half drift, and where the next step follows at once its opening
-    // one, while the leg is at hand (the same two roundings as two passes over the state).
-    let half = m.d.h * 0.5;
-    for (q, v) in q.iter_mut().zip(v.iter()) {
-        *q = half.mul_add::<F>(*v, *q);
-        if end == StepEnd::NextMidpoint {
-            *q = half.mul_add::<F>(*v, *q);
-        }
+    match (sloped, m.couple.is_some()) {
+        (true, true) => touchdown_update!(true, true),
+        (true, false) => touchdown_update!(true, false),
+        (false, true) => touchdown_update!(false, true),
+        (false, false) => touchdown_update!(false, false),
     }
     let psi_dot = gb * v[ib] + gd * v[id];
     let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
     let couple = match m.couple {
-        Some(_) => ((qv_old + couple_power::<W, F>(&s.qa[..l], v)) * 0.5).abs(),
+        Some(_) => {
+            (qa_scale * (qv_old + (power[0] + power[1]) + (power[2] + power[3])) * 0.5).abs()
+        }
         None => L::zero(),
     };
     [servo, couple]
