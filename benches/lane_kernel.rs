@@ -25,7 +25,7 @@ const WORKLOADS: [(&str, &[&str]); 3] = [
     ),
 ];
 const ROUNDS: usize = 25;
-const COPIES: usize = 4;
+const COPIES: usize = 8;
 const STEPS: usize = 600;
 
 struct Workload<const W: usize> {

@@ -471,7 +471,7 @@ pub fn ground_function(harmonics: usize) -> String {
 }
 
 /// The internal couple Q_A of this leg at the step's midpoint into `qa_*` (docs/model.md
-/// (A4); CPU: the couple rows of `lanes::kernel::banded_pass`): Q_X = B Y, Q_Y = −B X with
+/// (A4); CPU: `lanes::kernel::couple_force`): Q_X = B Y, Q_Y = −B X with
 /// B = c·B_c + s·B_s, (c, s) = f_A A_i (cos θ_i, sin θ_i), θ_i = ω_A t + (i−1)Δφ_A: the
 /// bands of B_c and B_s unrolled like the node loops, (c, s) applied to their products.
 fn couple_force(c: &mut Code, leg: Leg) {

@@ -10,7 +10,7 @@
 //! 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y; last the touchdown
 //! correction of v⁺ and of the leg's midpoint (docs/integrators.md, "Touchdown").
 
-use super::model::{band, Banded, BlockModel};
+use super::model::{band, Banded, BlockModel, CoupleBand};
 use super::simd::{dot, L};
 use crate::params::MAX_NODES;
 
@@ -67,6 +67,8 @@ pub struct Scratch<const W: usize> {
     qa: [L<W>; LEG_MAX],
     /// (cos, sin) of ω_A t at this step's midpoint.
     axo_phase: [L<W>; 2],
+    /// The couple's combined band entries B of the leg being kicked (`CoupleBand`).
+    couple_b: [[L<W>; 5]; MAX_NODES],
     base_force: Vec<[L<W>; 2]>,
 }
 
@@ -81,45 +83,33 @@ impl<const W: usize> Scratch<W> {
             w: z,
             qa: z,
             axo_phase: [L::zero(); 2],
+            couple_b: [[L::zero(); 5]; MAX_NODES],
             base_force: vec![[L::zero(); 2]; n_legs],
         }
     }
 }
 
-/// The internal couple's part of the kick's pass: its C matrices (B_s alone, or B_c and
-/// B_s for a travelling wave, `model::Couple`) and their weights: h·Q_X = Σ wᵢ·Bᵢ·Y,
-/// h·Q_Y = −Σ wᵢ·Bᵢ·X. A lane whose B_c is zero gets the same bits either way
-/// (c·0 + s·B_sY is s·B_sY exactly), so its neighbours in a block do not change it.
-struct CoupleRows<'a, const W: usize, const C: usize> {
-    b: [&'a Banded<W>; C],
-    weight: [L<W>; C],
-}
-
 /// The kick's pass over a leg's band: Gq and Kq for both component blocks, with the
-/// quadratic forms [qᵀGq, vᵀGq, vᵀGv] summed on the way (Gv itself is not kept), and,
-/// with a couple (C > 0), its impulse qa and qa·v (the old velocities) from the same
-/// loads of q and v (B has the band of G and K).
+/// quadratic forms [qᵀGq, vᵀGq, vᵀGv] summed on the way (Gv itself is not kept).
 ///
 /// Rows k and n + k (value and slope equations of node k) have the same six columns
 /// (`band`), so they go together: each operand is loaded once for twelve products, and
 /// twelve independent sums hide the multiply-add latency.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn banded_pass<const W: usize, const F: bool, const C: usize>(
+fn banded_pass<const W: usize, const F: bool>(
     g: &Banded<W>,
     k: &Banded<W>,
-    couple: &CoupleRows<W, C>,
     n: usize,
     q: &[L<W>],
     v: &[L<W>],
     gq: &mut [L<W>],
     kq: &mut [L<W>],
-    qa: &mut [L<W>],
-) -> [L<W>; 4] {
+) -> [L<W>; 3] {
     let mm = 2 * n;
     let (q, v) = (&q[..2 * mm], &v[..2 * mm]);
-    let (gq, kq, qa) = (&mut gq[..2 * mm], &mut kq[..2 * mm], &mut qa[..2 * mm]);
-    let mut forms = [L::zero(); 8];
+    let (gq, kq) = (&mut gq[..2 * mm], &mut kq[..2 * mm]);
+    let mut forms = [L::zero(); 6];
     for node in 0..n {
         let c = band(n, node);
         let rows = [node, n + node];
@@ -129,8 +119,6 @@ fn banded_pass<const W: usize, const F: bool, const C: usize>(
         );
         // Per row: Gq (X, Y), Kq (X, Y), Gv (X, Y).
         let mut s = [[L::zero(); 6]; 2];
-        // Per row and couple matrix: B·Y, B·X.
-        let mut sb = [[[L::zero(); 2]; C]; 2];
         for t in 0..6 {
             let (qx, qy, vx, vy) = (q[c[t]], q[mm + c[t]], v[c[t]], v[mm + c[t]]);
             for r in 0..2 {
@@ -141,11 +129,6 @@ fn banded_pass<const W: usize, const F: bool, const C: usize>(
                 s[r][3] = b.mul_add::<F>(qy, s[r][3]);
                 s[r][4] = a.mul_add::<F>(vx, s[r][4]);
                 s[r][5] = a.mul_add::<F>(vy, s[r][5]);
-                for (m, sb) in sb[r].iter_mut().enumerate() {
-                    let bc = couple.b[m].coef[rows[r]][t];
-                    sb[0] = bc.mul_add::<F>(qy, sb[0]);
-                    sb[1] = bc.mul_add::<F>(qx, sb[1]);
-                }
             }
         }
         for (r, &i) in rows.iter().enumerate() {
@@ -158,27 +141,12 @@ fn banded_pass<const W: usize, const F: bool, const C: usize>(
             forms[o] = q[i].mul_add::<F>(gx, q[mm + i].mul_add::<F>(gy, forms[o]));
             forms[o + 1] = v[i].mul_add::<F>(gx, v[mm + i].mul_add::<F>(gy, forms[o + 1]));
             forms[o + 2] = v[i].mul_add::<F>(vgx, v[mm + i].mul_add::<F>(vgy, forms[o + 2]));
-            if C > 0 {
-                let w = couple.weight;
-                let (fx, fy) = if C == 1 {
-                    (w[0] * sb[r][0][0], -(w[0] * sb[r][0][1]))
-                } else {
-                    (
-                        w[0].mul_add::<F>(sb[r][0][0], w[C - 1] * sb[r][C - 1][0]),
-                        -(w[0].mul_add::<F>(sb[r][0][1], w[C - 1] * sb[r][C - 1][1])),
-                    )
-                };
-                qa[i] = fx;
-                qa[mm + i] = fy;
-                forms[6 + r] = v[i].mul_add::<F>(fx, v[mm + i].mul_add::<F>(fy, forms[6 + r]));
-            }
         }
     }
     [
         forms[0] + forms[3],
         forms[1] + forms[4],
         forms[2] + forms[5],
-        forms[6] + forms[7],
     ]
 }
 
@@ -403,6 +371,138 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
     load
 }
 
+/// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)), as
+/// the kick's impulse qa = h·Q_A: added to the kick's right-hand side `r` and kept for
+/// the power at the new velocity; returns qa·v (v: the old velocities).
+/// (cw, sw) = (cos, sin) of ω_A t.
+/// Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i, sin θ_i).
+/// B is antisymmetric with a zero diagonal, so its distinct band entries
+/// (`CoupleBand`: 5 per node) are combined once per leg, and each one enters its row
+/// and, negated, its mirror row: rows k and n + k of node k take node k's own entry,
+/// its block to node k + 1 and, mirrored, node k − 1's block to node k.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn couple_force<const W: usize, const F: bool, const NN: usize>(
+    m: &BlockModel<W>,
+    [b_cos, b_sin]: &[CoupleBand<W>; 2],
+    leg: usize,
+    [cw, sw]: [L<W>; 2],
+    q: &[L<W>],
+    v: &[L<W>],
+    r: &mut [L<W>],
+    qa: &mut [L<W>],
+    b: &mut [[L<W>; 5]],
+) -> L<W> {
+    let n = nodes::<W, NN>(m);
+    let lc = &m.legs[leg];
+    let amp = m.d.h * lc.axo_amp;
+    let c = amp * cw.mul_add::<F>(lc.axo_cos, -(sw * lc.axo_sin));
+    let sn = amp * sw.mul_add::<F>(lc.axo_cos, cw * lc.axo_sin);
+    let mm = 2 * n;
+    let (x, y, v) = (&q[..mm], &q[mm..2 * mm], &v[..2 * mm]);
+    let (r, qa) = (&mut r[..2 * mm], &mut qa[..2 * mm]);
+    let (bc, bs) = (&b_cos.entries[..n], &b_sin.entries[..n]);
+    // B's distinct entries for this leg and step, combined once (the last node has only
+    // its own); read back from memory below, each by its row and its mirror row.
+    // Without a travelling wave in any lane (B_c = 0) B = sn·B_s: the same bits as
+    // c·0 + sn·B_s, so a lane's neighbours in a block do not change its result.
+    let b = &mut b[..n];
+    if b_cos.zero {
+        each_node::<NN>(
+            n,
+            #[inline(always)]
+            |k| {
+                let used = if k + 1 == n { 1 } else { 5 };
+                for e in 0..used {
+                    b[k][e] = sn * bs[k][e];
+                }
+            },
+        );
+    } else {
+        each_node::<NN>(
+            n,
+            #[inline(always)]
+            |k| {
+                let used = if k + 1 == n { 1 } else { 5 };
+                for e in 0..used {
+                    b[k][e] = c.mul_add::<F>(bc[k][e], sn * bs[k][e]);
+                }
+            },
+        );
+    }
+    let b = &*b;
+    // h·Q_A·v at the old velocities, summed as the impulse is made.
+    let mut power = [L::zero(); 4];
+    each_node::<NN>(
+        n,
+        #[inline(always)]
+        |k| {
+            let bx = couple_rows::<W, F>(n, k, b, x);
+            let by = couple_rows::<W, F>(n, k, b, y);
+            // Q_X = B·Y, Q_Y = −B·X.
+            let (fx0, fy0, fx1, fy1) = (by[0], -bx[0], by[1], -bx[1]);
+            power[0] = fx0.mul_add::<F>(v[k], power[0]);
+            power[1] = fy0.mul_add::<F>(v[mm + k], power[1]);
+            power[2] = fx1.mul_add::<F>(v[n + k], power[2]);
+            power[3] = fy1.mul_add::<F>(v[mm + n + k], power[3]);
+            qa[k] = fx0;
+            qa[mm + k] = fy0;
+            qa[n + k] = fx1;
+            qa[mm + n + k] = fy1;
+            r[k] += fx0;
+            r[mm + k] += fy0;
+            r[n + k] += fx1;
+            r[mm + n + k] += fy1;
+        },
+    );
+    (power[0] + power[1]) + (power[2] + power[3])
+}
+
+/// Rows k and n + k of B·z (the couple's B, see [`couple_force`]; `b` its entries):
+/// B[k][n+k] = b[k][0], B[n+k][k] = −b[k][0], node k's block to node k + 1 as it is,
+/// node k − 1's block to node k mirrored and negated.
+#[inline(always)]
+fn couple_rows<const W: usize, const F: bool>(
+    n: usize,
+    k: usize,
+    b: &[[L<W>; 5]],
+    z: &[L<W>],
+) -> [L<W>; 2] {
+    let own = b[k][0];
+    let mut s0 = own * z[n + k];
+    let mut s1 = -(own * z[k]);
+    if k + 1 < n {
+        let next = &b[k];
+        s0 = next[2].mul_add::<F>(z[n + k + 1], next[1].mul_add::<F>(z[k + 1], s0));
+        s1 = next[4].mul_add::<F>(z[n + k + 1], next[3].mul_add::<F>(z[k + 1], s1));
+    }
+    if k > 0 {
+        let prev = &b[k - 1];
+        s0 -= prev[3].mul_add::<F>(z[n + k - 1], prev[1] * z[k - 1]);
+        s1 -= prev[4].mul_add::<F>(z[n + k - 1], prev[2] * z[k - 1]);
+    }
+    [s0, s1]
+}
+
+/// Calls `f(k)` for every node k = 0..n in order; where the kernel is specialised for
+/// its node count (NN > 0), unrolled by hand, so that k is a constant in each call and
+/// every index and boundary test in `f` folds away (the compiler does not unroll the
+/// longer node loops itself).
+#[inline(always)]
+fn each_node<const NN: usize>(n: usize, mut f: impl FnMut(usize)) {
+    const { assert!(NN <= 12 && MAX_NODES <= 12, "each_node unrolls 12 nodes") };
+    if NN == 0 {
+        for k in 0..n {
+            f(k);
+        }
+        return;
+    }
+    macro_rules! unrolled {
+        ($($k:literal)*) => { $( if $k < NN { f($k); } )* };
+    }
+    unrolled!(0 1 2 3 4 5 6 7 8 9 10 11);
+}
+
 /// The tip's contact in the kick (docs/model.md (T3)–(T4)): the explicit impulse h·F on
 /// (a_n, c_n), the friction's Woodbury column scale and its direction t.
 struct TipContact<const W: usize> {
@@ -476,45 +576,11 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let n = nodes::<W, NN>(m);
     let (mm, l) = (2 * n, 4 * n);
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
-    let (gq, tmp, r, qa) = (
-        &mut s.gq[..l],
-        &mut s.tmp[..l],
-        &mut s.r[..l],
-        &mut s.qa[..l],
-    );
+    let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
     // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv and vᵀGv, and the bending
     // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default); otherwise
     // the pass's Kq is replaced (θ > 0 is a library setting, not worth a second pass kind).
-    // With an internal couple (docs/model.md (A5)), its impulse qa = h·Q_A at the step's
-    // midpoint in the same pass: B = c·B_c + s·B_s, (c, s) = h·f_A·A_i·(cos, sin)(ω_A t
-    // + φ_i) from (cos, sin) ω_A t and the leg's (cos, sin) φ_i; without a travelling
-    // wave (B_c = 0 in every lane) s·B_s alone.
-    let [qgq, vgq, vgv, qv_old] = match &m.couple {
-        None => {
-            let rows = CoupleRows { b: [], weight: [] };
-            banded_pass::<W, F, 0>(&m.geometric, &m.bending, &rows, n, q, v, gq, r, qa)
-        }
-        Some(couple) => {
-            let [cw, sw] = s.axo_phase;
-            let lc = &m.legs[leg];
-            let amp = m.d.h * lc.axo_amp;
-            let c = amp * cw.mul_add::<F>(lc.axo_cos, -(sw * lc.axo_sin));
-            let sn = amp * sw.mul_add::<F>(lc.axo_cos, cw * lc.axo_sin);
-            if couple.travelling {
-                let rows = CoupleRows {
-                    b: [&couple.cos, &couple.sin],
-                    weight: [c, sn],
-                };
-                banded_pass::<W, F, 2>(&m.geometric, &m.bending, &rows, n, q, v, gq, r, qa)
-            } else {
-                let rows = CoupleRows {
-                    b: [&couple.sin],
-                    weight: [sn],
-                };
-                banded_pass::<W, F, 1>(&m.geometric, &m.bending, &rows, n, q, v, gq, r, qa)
-            }
-        }
-    };
+    let [qgq, vgq, vgv] = banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r);
     if !m.explicit_bending {
         for k in 0..l {
             tmp[k] = (-m.d.theta_h).mul_add::<F>(v[k], q[k]);
@@ -532,16 +598,9 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // over P⁻¹ need not wait for the quadratic forms.
     let c_gq = (m.p.lambda * jv - m.d.h * pen) * 2.0;
     let h_km = -(m.d.h * m.p.k_m);
-    if m.couple.is_some() {
-        for k in 0..mm {
-            r[k] = h_km.mul_add::<F>(r[k], m.weight_impulse[k]) + qa[k];
-            r[mm + k] = h_km.mul_add::<F>(r[mm + k], qa[mm + k]);
-        }
-    } else {
-        for k in 0..mm {
-            r[k] = h_km.mul_add::<F>(r[k], m.weight_impulse[k]);
-            r[mm + k] = h_km * r[mm + k];
-        }
+    for k in 0..mm {
+        r[k] = h_km.mul_add::<F>(r[k], m.weight_impulse[k]);
+        r[mm + k] = h_km * r[mm + k];
     }
     r[0] = m.d.h.mul_add::<F>(base_force[0], r[0]);
     r[2 * n] = m.d.h.mul_add::<F>(base_force[1], r[2 * n]);
@@ -556,6 +615,23 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     r[itip] += tip.impulse[0];
     if m.ground.terrain || m.ground.coulomb {
         r[ictip] += tip.impulse[1];
+    }
+    // The couple's power is taken at the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h
+    // over the step. (The new velocity alone carries the top bending mode's step-to-step
+    // swing, which |·| would count as work.)
+    let mut qv_old = L::zero();
+    if let Some(couple) = &m.couple {
+        qv_old = couple_force::<W, F, NN>(
+            m,
+            couple,
+            leg,
+            s.axo_phase,
+            q,
+            v,
+            r,
+            &mut s.qa,
+            &mut s.couple_b,
+        );
     }
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, four rows at a time
     // (each right-hand-side entry loaded once per four rows); r above lacks c·Gq.
@@ -650,6 +726,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // power at the new velocity, while the leg is at hand.
     let half = m.d.h * 0.5;
     let next = end == StepEnd::NextMidpoint;
+    let qa = &s.qa[..l];
     let mut power = [L::zero(); 4];
     macro_rules! touchdown_update {
         ($sloped:literal, $couple:literal) => {
@@ -689,9 +766,6 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     let psi_dot = gb * v[ib] + gd * v[id];
     let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
     let couple = match m.couple {
-        // At the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h over the step. (The new
-        // velocity alone carries the top bending mode's step-to-step swing, which |·|
-        // would count as work.)
         Some(_) => ((qv_old + (power[0] + power[1]) + (power[2] + power[3])) * 0.5).abs(),
         None => L::zero(),
     };

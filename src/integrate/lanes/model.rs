@@ -26,16 +26,53 @@ pub fn band(n: usize, i: usize) -> [usize; 6] {
     [lo, k, hi, n + lo, n + k, n + hi]
 }
 
-/// The internal couple's B_c and B_s (`CoupleMatrices`) in the band of G and K (each is
-/// antisymmetric with a zero diagonal and nonzero only there), so that the kick's pass
-/// over the band computes them with the same loads of q.
+/// The internal couple's B_c or B_s by its distinct entries. Each is antisymmetric with
+/// a zero diagonal (`CoupleMatrices`: d1ᵢd2ⱼ − d1ⱼd2ᵢ, exactly) and has the Hermite band,
+/// so per node k five entries hold it: B[k][n+k] (the node's own value–slope pair), then
+/// the block to node k + 1, B[k][k+1], B[k][n+k+1], B[n+k][k+1], B[n+k][n+k+1] (zero at
+/// the last node). The rest of the band is their negatives or zero.
 #[derive(Debug, Clone)]
-pub struct Couple<const W: usize> {
-    pub cos: Banded<W>,
-    pub sin: Banded<W>,
-    /// B_c is nonzero in some lane (k_A ≠ 0, a travelling wave). Otherwise (the default,
-    /// a standing wave) F has no cos θ part and the kick skips B_c.
-    pub travelling: bool,
+pub struct CoupleBand<const W: usize> {
+    pub entries: Vec<[L<W>; 5]>,
+    /// Every entry of every lane is zero: B_c where k_A = 0 (the default, a standing
+    /// wave), whose F has no cos θ part. The kernel then skips it (adding it is exact).
+    pub zero: bool,
+}
+
+/// Row and column of entry `e` of node `k` in [`CoupleBand`] (n nodes).
+#[inline(always)]
+fn couple_entry(n: usize, k: usize, e: usize) -> (usize, usize) {
+    match e {
+        0 => (k, n + k),
+        1 => (k, k + 1),
+        2 => (k, n + k + 1),
+        3 => (n + k, k + 1),
+        _ => (n + k, n + k + 1),
+    }
+}
+
+impl<const W: usize> CoupleBand<W> {
+    fn new(lanes: &[&Dense; W], n: usize) -> Self {
+        debug_assert!(lanes
+            .iter()
+            .all(|d| (0..2 * n).all(|i| (0..2 * n).all(|j| d.get(i, j) == -d.get(j, i)))));
+        let entries = (0..n)
+            .map(|k| {
+                std::array::from_fn(|e| {
+                    if e > 0 && k + 1 == n {
+                        return L::zero();
+                    }
+                    let (i, j) = couple_entry(n, k, e);
+                    L(std::array::from_fn(|lane| lanes[lane].get(i, j)))
+                })
+            })
+            .collect::<Vec<[L<W>; 5]>>();
+        let zero = entries
+            .iter()
+            .flatten()
+            .all(|e| e.0.iter().all(|&x| x == 0.0));
+        CoupleBand { entries, zero }
+    }
 }
 
 impl<const W: usize> Banded<W> {
@@ -84,7 +121,7 @@ pub struct BlockModel<const W: usize> {
     pub p_points: [[L<W>; 2]; 2],
     /// The internal couple's B_c, B_s where a lane has a couple (lanes without it hold
     /// zeros and add exact zeros); `None` where no lane has one, and the kick skips it.
-    pub couple: Option<Couple<W>>,
+    pub couple: Option<[CoupleBand<W>; 2]>,
     /// What the block's contact needs beyond the paper's flat line; lanes on flat
     /// ground hold zeros there and add exact zeros.
     pub ground: Ground<W>,
@@ -132,11 +169,10 @@ impl<const W: usize> BlockModel<W> {
                     (cos[j], sin[j]) = (&c.cos, &c.sin);
                 }
             }
-            Couple {
-                cos: Banded::new(&cos, n_nodes),
-                sin: Banded::new(&sin, n_nodes),
-                travelling: cos.iter().any(|d| d.a.iter().any(|&x| x != 0.0)),
-            }
+            [
+                CoupleBand::new(&cos, n_nodes),
+                CoupleBand::new(&sin, n_nodes),
+            ]
         });
         let ground = Ground {
             terrain: r.iter().any(|x| !x.flat),
@@ -178,9 +214,9 @@ mod tests {
     use crate::model::axoneme::CoupleMatrices;
     use crate::params::Params;
 
-    /// The kernel reads the couple's matrices in the band of G and K only: B_c and B_s
-    /// must be zero outside it, so that the band gives back every entry, bit for bit;
-    /// and B_c must vanish exactly for a standing wave (k_A = 0), where the kick skips it.
+    /// The kernel reads the couple's matrices from their distinct entries only: B_c and
+    /// B_s must be exactly antisymmetric and zero outside the Hermite band, so that the
+    /// entries of [`CoupleBand`] and their mirrors give back every entry, bit for bit.
     #[test]
     fn the_couple_band_gives_back_the_whole_matrices() {
         for (n, k_a) in [(2, 0.0), (5, 0.0), (5, 3.0), (12, 1.5)] {
@@ -195,12 +231,14 @@ mod tests {
             let c = CoupleMatrices::new(&p);
             let m = 2 * n;
             for (d, name) in [(&c.cos, "B_c"), (&c.sin, "B_s")] {
-                let banded = Banded::<1>::new(&[d], n);
+                let band = CoupleBand::<1>::new(&[d], n);
                 let mut full = vec![0.0; m * m];
-                for (i, row) in banded.coef.iter().enumerate() {
-                    // Clamped columns at the end nodes carry a zero coefficient.
-                    for (t, col) in band(n, i).into_iter().enumerate() {
-                        full[i * m + col] += row[t].0[0];
+                for node in 0..n {
+                    let used = if node + 1 < n { 5 } else { 1 };
+                    for e in 0..used {
+                        let (i, j) = couple_entry(n, node, e);
+                        full[i * m + j] = band.entries[node][e].0[0];
+                        full[j * m + i] = -band.entries[node][e].0[0];
                     }
                 }
                 for i in 0..m {
@@ -208,7 +246,9 @@ mod tests {
                         assert_eq!(d.get(i, j), full[i * m + j], "{name} n={n} ({i}, {j})");
                     }
                 }
+                // B_c vanishes exactly for a standing wave (k_A = 0); the kernel skips it.
                 let zero = d.a.iter().all(|&x| x == 0.0);
+                assert_eq!(band.zero, zero, "{name} n={n}");
                 assert_eq!(zero, name == "B_c" && k_a == 0.0, "{name} n={n} k_A={k_a}");
             }
         }
