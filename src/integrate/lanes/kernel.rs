@@ -633,8 +633,10 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
             &mut s.couple_b,
         );
     }
-    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, four rows at a time
-    // (each right-hand-side entry loaded once per four rows); r above lacks c·Gq.
+    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, several rows at a
+    // time (each right-hand-side entry loaded once per group); r above lacks c·Gq.
+    // Four rows (sixteen sums) where the vector unit has 32 registers (AVX-512, W = 8),
+    // two where it has 16: there sixteen sums spill.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
     let solve = PinvRows {
         p_inv: &m.p_inv,
@@ -645,14 +647,10 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
         c_gq,
         share: m.d.inertia_share,
     };
-    let mut i = 0;
-    while i + 4 <= mm {
-        solve.rows::<F, 4>(i, z, w);
-        i += 4;
-    }
-    while i < mm {
-        solve.rows::<F, 1>(i, z, w);
-        i += 1;
+    if W >= 8 {
+        solve.all::<F, 4>(z, w);
+    } else {
+        solve.all::<F, 2>(z, w);
     }
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
     // The friction column lies along the tip's tangent t = (tx, ty): P⁻¹ is block
@@ -786,6 +784,21 @@ struct PinvRows<'a, const W: usize> {
 }
 
 impl<const W: usize> PinvRows<'_, W> {
+    /// Every row, R at a time, the rest one by one (each row's sums are the same either
+    /// way: the grouping changes no bits).
+    #[inline(always)]
+    fn all<const F: bool, const R: usize>(&self, z: &mut [L<W>], w: &mut [L<W>]) {
+        let mut i = 0;
+        while i + R <= self.mm {
+            self.rows::<F, R>(i, z, w);
+            i += R;
+        }
+        while i < self.mm {
+            self.rows::<F, 1>(i, z, w);
+            i += 1;
+        }
+    }
+
     #[inline(always)]
     fn rows<const F: bool, const R: usize>(&self, i: usize, z: &mut [L<W>], w: &mut [L<W>]) {
         let mm = self.mm;
