@@ -559,8 +559,9 @@ fn tip_contact<const W: usize, const F: bool>(
     }
 }
 
-/// One leg's kick: `q` at the midpoint (moved by the touchdown correction), `v` old
-/// velocities in, new velocities out.
+/// One leg's kick: `q` at the midpoint in, at the step's end (or, by `end`, at the next
+/// step's midpoint) out, the touchdown correction's shift included; `v` old velocities
+/// in, new velocities out.
 /// Returns the leg's actuation power at the new velocity, the servo's |M0 ψ̇|, and the
 /// internal couple's work over the step, h·|Q_A·v| (0 without one).
 #[inline(always)]
