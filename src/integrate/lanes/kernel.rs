@@ -67,8 +67,6 @@ pub struct Scratch<const W: usize> {
     qa: [L<W>; LEG_MAX],
     /// (cos, sin) of ω_A t at this step's midpoint.
     axo_phase: [L<W>; 2],
-    /// The couple's combined band entries B of the leg being kicked (`CoupleBand`).
-    couple_b: [[L<W>; 5]; MAX_NODES],
     base_force: Vec<[L<W>; 2]>,
 }
 
@@ -83,7 +81,6 @@ impl<const W: usize> Scratch<W> {
             w: z,
             qa: z,
             axo_phase: [L::zero(); 2],
-            couple_b: [[L::zero(); 5]; MAX_NODES],
             base_force: vec![[L::zero(); 2]; n_legs],
         }
     }
@@ -377,9 +374,10 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
 /// (cw, sw) = (cos, sin) of ω_A t.
 /// Q_X = B Y, Q_Y = −B X, B = c·B_c + s·B_s with (c, s) = f_A A_i (cos θ_i, sin θ_i).
 /// B is antisymmetric with a zero diagonal, so its distinct band entries
-/// (`CoupleBand`: 5 per node) are combined once per leg, and each one enters its row
-/// and, negated, its mirror row: rows k and n + k of node k take node k's own entry,
-/// its block to node k + 1 and, mirrored, node k − 1's block to node k.
+/// (`CoupleBand`: 5 per node) hold it: rows k and n + k of node k take node k's own
+/// entry, its block to node k + 1 and, mirrored and negated, node k − 1's block to
+/// node k. Each node's entries are combined once, in registers, and serve all four
+/// uses there: their own rows now, the mirrored rows of node k + 1 as a carry.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn couple_force<const W: usize, const F: bool, const NN: usize>(
@@ -391,7 +389,6 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
     v: &[L<W>],
     r: &mut [L<W>],
     qa: &mut [L<W>],
-    b: &mut [[L<W>; 5]],
 ) -> L<W> {
     let n = nodes::<W, NN>(m);
     let lc = &m.legs[leg];
@@ -402,45 +399,55 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
     let (x, y, v) = (&q[..mm], &q[mm..2 * mm], &v[..2 * mm]);
     let (r, qa) = (&mut r[..2 * mm], &mut qa[..2 * mm]);
     let (bc, bs) = (&b_cos.entries[..n], &b_sin.entries[..n]);
-    // B's distinct entries for this leg and step, combined once (the last node has only
-    // its own); read back from memory below, each by its row and its mirror row.
     // Without a travelling wave in any lane (B_c = 0) B = sn·B_s: the same bits as
     // c·0 + sn·B_s, so a lane's neighbours in a block do not change its result.
-    let b = &mut b[..n];
-    if b_cos.zero {
-        each_node::<NN>(
-            n,
-            #[inline(always)]
-            |k| {
-                let used = if k + 1 == n { 1 } else { 5 };
-                for e in 0..used {
-                    b[k][e] = sn * bs[k][e];
-                }
-            },
-        );
-    } else {
-        each_node::<NN>(
-            n,
-            #[inline(always)]
-            |k| {
-                let used = if k + 1 == n { 1 } else { 5 };
-                for e in 0..used {
-                    b[k][e] = c.mul_add::<F>(bc[k][e], sn * bs[k][e]);
-                }
-            },
-        );
-    }
-    let b = &*b;
+    let travelling = !b_cos.zero;
+    // The mirrored contributions of node k − 1's block to rows k and n + k, of B·X and B·Y.
+    let mut carry = [L::zero(); 4];
     // h·Q_A·v at the old velocities, summed as the impulse is made.
     let mut power = [L::zero(); 4];
     each_node::<NN>(
         n,
         #[inline(always)]
         |k| {
-            let bx = couple_rows::<W, F>(n, k, b, x);
-            let by = couple_rows::<W, F>(n, k, b, y);
+            let last = k + 1 == n;
+            // A macro, not a closure: a closure compiled on its own lacks the kernel's
+            // target features, and its multiply-adds become calls.
+            macro_rules! entry {
+                ($j:literal) => {
+                    if travelling {
+                        c.mul_add::<F>(bc[k][$j], sn * bs[k][$j])
+                    } else {
+                        sn * bs[k][$j]
+                    }
+                };
+            }
+            let own = entry!(0);
+            let (mut bx0, mut bx1) = (own * x[n + k], -(own * x[k]));
+            let (mut by0, mut by1) = (own * y[n + k], -(own * y[k]));
+            let mut next_carry = [L::zero(); 4];
+            if !last {
+                let (e1, e2, e3, e4) = (entry!(1), entry!(2), entry!(3), entry!(4));
+                bx0 = e2.mul_add::<F>(x[n + k + 1], e1.mul_add::<F>(x[k + 1], bx0));
+                bx1 = e4.mul_add::<F>(x[n + k + 1], e3.mul_add::<F>(x[k + 1], bx1));
+                by0 = e2.mul_add::<F>(y[n + k + 1], e1.mul_add::<F>(y[k + 1], by0));
+                by1 = e4.mul_add::<F>(y[n + k + 1], e3.mul_add::<F>(y[k + 1], by1));
+                next_carry = [
+                    e3.mul_add::<F>(x[n + k], e1 * x[k]),
+                    e4.mul_add::<F>(x[n + k], e2 * x[k]),
+                    e3.mul_add::<F>(y[n + k], e1 * y[k]),
+                    e4.mul_add::<F>(y[n + k], e2 * y[k]),
+                ];
+            }
+            if k > 0 {
+                bx0 -= carry[0];
+                bx1 -= carry[1];
+                by0 -= carry[2];
+                by1 -= carry[3];
+            }
+            carry = next_carry;
             // Q_X = B·Y, Q_Y = −B·X.
-            let (fx0, fy0, fx1, fy1) = (by[0], -bx[0], by[1], -bx[1]);
+            let (fx0, fy0, fx1, fy1) = (by0, -bx0, by1, -bx1);
             power[0] = fx0.mul_add::<F>(v[k], power[0]);
             power[1] = fy0.mul_add::<F>(v[mm + k], power[1]);
             power[2] = fx1.mul_add::<F>(v[n + k], power[2]);
@@ -456,32 +463,6 @@ fn couple_force<const W: usize, const F: bool, const NN: usize>(
         },
     );
     (power[0] + power[1]) + (power[2] + power[3])
-}
-
-/// Rows k and n + k of B·z (the couple's B, see [`couple_force`]; `b` its entries):
-/// B[k][n+k] = b[k][0], B[n+k][k] = −b[k][0], node k's block to node k + 1 as it is,
-/// node k − 1's block to node k mirrored and negated.
-#[inline(always)]
-fn couple_rows<const W: usize, const F: bool>(
-    n: usize,
-    k: usize,
-    b: &[[L<W>; 5]],
-    z: &[L<W>],
-) -> [L<W>; 2] {
-    let own = b[k][0];
-    let mut s0 = own * z[n + k];
-    let mut s1 = -(own * z[k]);
-    if k + 1 < n {
-        let next = &b[k];
-        s0 = next[2].mul_add::<F>(z[n + k + 1], next[1].mul_add::<F>(z[k + 1], s0));
-        s1 = next[4].mul_add::<F>(z[n + k + 1], next[3].mul_add::<F>(z[k + 1], s1));
-    }
-    if k > 0 {
-        let prev = &b[k - 1];
-        s0 -= prev[3].mul_add::<F>(z[n + k - 1], prev[1] * z[k - 1]);
-        s1 -= prev[4].mul_add::<F>(z[n + k - 1], prev[2] * z[k - 1]);
-    }
-    [s0, s1]
 }
 
 /// Calls `f(k)` for every node k = 0..n in order; where the kernel is specialised for
@@ -622,17 +603,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // swing, which |·| would count as work.)
     let mut qv_old = L::zero();
     if let Some(couple) = &m.couple {
-        qv_old = couple_force::<W, F, NN>(
-            m,
-            couple,
-            leg,
-            s.axo_phase,
-            q,
-            v,
-            r,
-            &mut s.qa,
-            &mut s.couple_b,
-        );
+        qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
     }
     // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, several rows at a
     // time (each right-hand-side entry loaded once per group); r above lacks c·Gq.
