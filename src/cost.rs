@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::error::{DerivedValue, ParamError};
+use crate::model::axoneme::has_couple;
 use crate::model::Robot;
 use crate::simulate::{Backend, RunConfig};
 
@@ -175,7 +176,7 @@ pub fn fixed_step(cfg: &RunConfig) -> f64 {
 /// and step setting, not once per point.
 #[derive(Debug, Default)]
 pub struct Estimator {
-    steps: HashMap<[u64; 8], f64>,
+    steps: HashMap<[u64; 12], f64>,
 }
 
 impl Estimator {
@@ -187,6 +188,7 @@ impl Estimator {
         rates: &Rates,
     ) -> Result<Estimate, ParamError> {
         let (p, f) = (&cfg.params, &cfg.fixed_step);
+        let couple = has_couple(p);
         let key = [
             p.n_nodes as u64,
             p.leg_length.to_bits(),
@@ -196,6 +198,12 @@ impl Estimator {
             f.safety.to_bits(),
             f.max_step.to_bits(),
             cfg.metrics.dt_out.to_bits(),
+            // The couple's stiffness bounds the step too (`dkd::top_frequency`); without
+            // a couple its parameters do not matter.
+            u64::from(couple),
+            if couple { p.axo_f.abs().to_bits() } else { 0 },
+            if couple { p.axo_k.to_bits() } else { 0 },
+            if couple { p.filament_gap.to_bits() } else { 0 },
         ];
         let h = *self.steps.entry(key).or_insert_with(|| fixed_step(cfg));
         estimate_with_step(cfg, backend, mode, rates, h)
@@ -287,5 +295,32 @@ mod tests {
             );
         }
         assert_eq!(est.steps.len(), 2);
+    }
+
+    /// The internal couple shortens the step: points that differ only in it must not
+    /// share a cached step.
+    #[test]
+    fn the_cached_estimator_tells_couple_points_apart() {
+        let mut est = Estimator::default();
+        let mut steps = Vec::new();
+        for (axo_f, axo_k) in [(0.0, 0.0), (1e6, 0.0), (1e6, 10.0), (0.0, 10.0)] {
+            let mut c = small(0.2);
+            c.params.axo_f = axo_f;
+            c.params.axo_k = axo_k;
+            let a = est
+                .estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED)
+                .unwrap();
+            assert_eq!(
+                a,
+                estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap()
+            );
+            steps.push(a.steps);
+        }
+        assert!(
+            steps[1] > steps[0],
+            "a strong couple takes more steps: {steps:?}"
+        );
+        assert_eq!(steps[3], steps[0], "axo_k alone is no couple");
+        assert_eq!(est.steps.len(), 3);
     }
 }
