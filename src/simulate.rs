@@ -46,22 +46,29 @@ impl Backend {
     }
 }
 
+/// File metadata key of the scheme that ran (`dkd-dc` or the reference's method).
+pub const META_SCHEME: &str = "metachron.scheme";
+/// File metadata key of the fixed step's settings (cpu and gpu engines), as TOML.
+pub const META_FIXED_STEP: &str = "metachron.fixed_step";
+/// File metadata key of the reference's method and tolerances, as TOML.
+pub const META_SOLVER: &str = "metachron.solver";
+
 /// File metadata naming the scheme that ran on `backend` and its settings: the fixed
-/// step's (`metachron.fixed_step`) for the cpu and gpu engines, the ESDIRK method and
-/// tolerances (`metachron.solver`) for the reference; never the other's.
+/// step's ([`META_FIXED_STEP`]) for the cpu and gpu engines, the ESDIRK method and
+/// tolerances ([`META_SOLVER`]) for the reference; never the other's.
 pub fn scheme_metadata(cfg: &RunConfig, backend: Backend) -> Vec<(String, String)> {
     match backend {
         Backend::Reference => vec![
-            ("metachron.scheme".into(), scheme_name(cfg, backend)),
+            (META_SCHEME.into(), scheme_name(cfg, backend)),
             (
-                "metachron.solver".into(),
+                META_SOLVER.into(),
                 toml::to_string(&cfg.solver).unwrap_or_default(),
             ),
         ],
         Backend::Cpu | Backend::Gpu => vec![
-            ("metachron.scheme".into(), scheme_name(cfg, backend)),
+            (META_SCHEME.into(), scheme_name(cfg, backend)),
             (
-                "metachron.fixed_step".into(),
+                META_FIXED_STEP.into(),
                 toml::to_string(&cfg.fixed_step).unwrap_or_default(),
             ),
         ],

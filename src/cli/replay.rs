@@ -11,6 +11,7 @@ use clap::Args;
 use metachron::simulate::{Backend, PointResult};
 use metachron::sweep::dataset::read_dataset;
 use metachron::sweep::replay::{find_row, Difference, Replay, RowSelector};
+use metachron::sweep::schema::META_REPLAY_OF;
 
 use super::simulate::{execute, plan_outputs, OutputArgs};
 
@@ -66,7 +67,7 @@ pub fn execute_replay(
     let mut plan = plan_outputs(replay.cfg.clone(), replay.backend, outputs)?;
     plan.print = print;
     plan.extra_metadata.push((
-        "metachron.replay_of".into(),
+        META_REPLAY_OF.into(),
         format!("{} point {}", dir.display(), replay.point_id),
     ));
     let result = execute(&plan)?;

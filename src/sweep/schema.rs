@@ -105,9 +105,8 @@ pub const META_POINTS: &str = "metachron.points";
 pub const META_SHARD: &str = "metachron.shard";
 pub const META_BACKEND: &str = "metachron.backend";
 pub const META_ADAPTER: &str = "metachron.adapter";
-pub const META_SCHEME: &str = "metachron.scheme";
-pub const META_FIXED_STEP: &str = "metachron.fixed_step";
-pub const META_SOLVER: &str = "metachron.solver";
+/// The scheme and its settings, written by every run (`simulate::scheme_metadata`).
+pub use crate::simulate::{META_FIXED_STEP, META_SCHEME, META_SOLVER};
 pub const META_METRICS_SETTINGS: &str = "metachron.metrics_settings";
 pub const META_THRESHOLDS: &str = "metachron.thresholds";
 pub const META_CHUNK_WALL: &str = "metachron.chunk_wall_seconds";
@@ -122,6 +121,8 @@ pub const META_DIGEST: &str = "metachron.content_digest";
 pub const META_PARAMS: &str = "metachron.params";
 /// The solver's step counts and timings as TOML.
 pub const META_SOLVER_STATS: &str = "metachron.solver_stats";
+/// The dataset and point a replayed run reproduces (`metachron replay`).
+pub const META_REPLAY_OF: &str = "metachron.replay_of";
 
 // --- File metadata of a benchmark table (`metachron bench`): the machine it ran on.
 
