@@ -85,6 +85,21 @@ impl<'a> Lane<'a> {
         (self.p.robot.n_legs, self.p.robot.n_nodes)
     }
 
+    /// What a lane's leg matrices (K, G and P⁻¹ = ((ρ + hζ)M + θh²K_M·K)⁻¹) are made
+    /// of, beyond its shape: lanes with equal keys share them, and a block of such
+    /// lanes reads them once for all (`BlockModel::shared`).
+    fn matrices_key(&self) -> [u64; 6] {
+        let (p, theta) = (&self.p.cfg.params, self.p.cfg.fixed_step.theta);
+        [
+            p.leg_length.to_bits(),
+            p.rho.to_bits(),
+            p.zeta.to_bits(),
+            self.schedule.h.to_bits(),
+            theta.to_bits(),
+            if theta == 0.0 { 0 } else { p.k_m.to_bits() },
+        ]
+    }
+
     fn steps_left(&self) -> usize {
         self.schedule.total_steps() - self.start.steps
     }
@@ -174,11 +189,19 @@ pub fn run_batch_on(isa: Isa, cfgs: &[RunConfig]) -> Vec<Result<PointResult, Sol
 }
 
 /// Blocks of lanes of one kernel width and shape, at most `width` lanes (one for the
-/// one-lane kernel); lanes with similar steps left share a block, so few lanes idle
-/// while the longest one finishes. A lane's first block fixes its width: the one-lane
-/// kernel where it is alone in it.
+/// one-lane kernel); lanes with the same leg matrices, then with similar steps left,
+/// share a block, so that most blocks read their matrices once for all lanes and few
+/// lanes idle while the longest one finishes. A lane's first block fixes its width:
+/// the one-lane kernel where it is alone in it.
 fn plan_blocks(mut lanes: Vec<Lane>, width: usize) -> Vec<Vec<Lane>> {
-    lanes.sort_by_key(|l| (l.width, l.shape(), Reverse(l.steps_left())));
+    lanes.sort_by_key(|l| {
+        (
+            l.width,
+            l.shape(),
+            l.matrices_key(),
+            Reverse(l.steps_left()),
+        )
+    });
     let mut blocks: Vec<Vec<Lane>> = Vec::new();
     for lane in lanes {
         let cap = if lane.width == Some(Width::One) {

@@ -86,7 +86,11 @@ impl Isa {
         }
     }
 
-    /// Advance every lane of a block by `steps` steps.
+    /// Advance every lane of a block by `steps` steps. The AVX-512 build serves the
+    /// block width it is picked for (8 lanes); a narrower block on an AVX-512 machine
+    /// runs the AVX2 build, with the same bits (both use FMA, and every operation is
+    /// lane by lane), so that no width is compiled for an instruction set that a batch
+    /// never runs it on.
     pub fn advance<const W: usize>(
         self,
         m: &BlockModel<W>,
@@ -97,10 +101,10 @@ impl Isa {
         match self.0 {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an Isa of this kind is only built where `supported` saw the features.
-            Kind::Avx512 => unsafe { advance_avx512(m, st, s, steps) },
+            Kind::Avx512 if W == 8 => unsafe { advance_avx512(m, st, s, steps) },
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            Kind::Avx2 => unsafe { advance_avx2(m, st, s, steps) },
+            // SAFETY: as above (AVX-512 implies AVX2 and FMA: `supported`).
+            Kind::Avx512 | Kind::Avx2 => unsafe { advance_avx2(m, st, s, steps) },
             _ => advance_portable(m, st, s, steps),
         }
     }
@@ -130,7 +134,7 @@ fn advance_avx512<const W: usize>(
     s: &mut Scratch<W>,
     steps: usize,
 ) {
-    specialised::<W, true>(m, st, s, steps)
+    specialised::<W, true, 8>(m, st, s, steps)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -141,7 +145,7 @@ fn advance_avx2<const W: usize>(
     s: &mut Scratch<W>,
     steps: usize,
 ) {
-    specialised::<W, true>(m, st, s, steps)
+    specialised::<W, true, 4>(m, st, s, steps)
 }
 
 fn advance_portable<const W: usize>(
@@ -150,7 +154,7 @@ fn advance_portable<const W: usize>(
     s: &mut Scratch<W>,
     steps: usize,
 ) {
-    specialised::<W, PORTABLE_FMA>(m, st, s, steps)
+    specialised::<W, PORTABLE_FMA, 0>(m, st, s, steps)
 }
 
 /// Consecutive steps of one `advance` run drift to the next midpoint in one go; the
@@ -165,22 +169,35 @@ fn step_end(k: usize, steps: usize) -> kernel::StepEnd {
 }
 
 /// The step loop, specialised for the paper's five nodes per leg (the common case:
-/// its loops unroll) and generic otherwise. Inlined into each `#[target_feature]`
-/// function above, so it is compiled for that instruction set.
+/// its loops unroll) and generic otherwise. With five nodes, at the width a batch runs
+/// this instruction set at (`BATCH`, 0 for none), a block whose lanes share the leg
+/// matrices (`BlockModel::shared`) reads them once for every lane. Other widths keep
+/// two builds (the condition is a constant: the third is not compiled for them).
+/// Inlined into each `#[target_feature]` function above, so it is compiled for that
+/// instruction set.
 #[inline(always)]
-fn specialised<const W: usize, const F: bool>(
+fn specialised<const W: usize, const F: bool, const BATCH: usize>(
     m: &BlockModel<W>,
     st: &mut BlockState<W>,
     s: &mut Scratch<W>,
     steps: usize,
 ) {
+    if W == BATCH {
+        if let (5, Some(shared)) = (m.n_nodes, &m.shared) {
+            for k in 0..steps {
+                kernel::step::<W, F, 5, f64>(m, shared, st, s, k > 0, step_end(k, steps));
+            }
+            return;
+        }
+    }
+    let mx = &m.matrices;
     if m.n_nodes == 5 {
         for k in 0..steps {
-            kernel::step::<W, F, 5>(m, st, s, k > 0, step_end(k, steps));
+            kernel::step::<W, F, 5, _>(m, mx, st, s, k > 0, step_end(k, steps));
         }
     } else {
         for k in 0..steps {
-            kernel::step::<W, F, 0>(m, st, s, k > 0, step_end(k, steps));
+            kernel::step::<W, F, 0, _>(m, mx, st, s, k > 0, step_end(k, steps));
         }
     }
 }

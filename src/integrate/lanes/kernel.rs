@@ -10,7 +10,7 @@
 //! 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y; last the touchdown
 //! correction of v⁺ and of the leg's midpoint (docs/integrators.md, "Touchdown").
 
-use super::model::{band, Banded, BlockModel, CoupleBand};
+use super::model::{band, Banded, BlockModel, CoupleBand, Entry, LegMatrices};
 use super::simd::{dot, L};
 use crate::params::MAX_NODES;
 
@@ -94,9 +94,9 @@ impl<const W: usize> Scratch<W> {
 /// twelve independent sums hide the multiply-add latency.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn banded_pass<const W: usize, const F: bool>(
-    g: &Banded<W>,
-    k: &Banded<W>,
+fn banded_pass<const W: usize, const F: bool, E: Entry<W>>(
+    g: &Banded<E>,
+    k: &Banded<E>,
     n: usize,
     q: &[L<W>],
     v: &[L<W>],
@@ -119,7 +119,7 @@ fn banded_pass<const W: usize, const F: bool>(
         for t in 0..6 {
             let (qx, qy, vx, vy) = (q[c[t]], q[mm + c[t]], v[c[t]], v[mm + c[t]]);
             for r in 0..2 {
-                let (a, b) = (rg[r][t], rk[r][t]);
+                let (a, b) = (rg[r][t].lanes(), rk[r][t].lanes());
                 s[r][0] = a.mul_add::<F>(qx, s[r][0]);
                 s[r][1] = a.mul_add::<F>(qy, s[r][1]);
                 s[r][2] = b.mul_add::<F>(qx, s[r][2]);
@@ -150,8 +150,8 @@ fn banded_pass<const W: usize, const F: bool>(
 /// Rows `node` and n + `node` of A (their six columns are the same) against both
 /// component blocks of x: [[row node: X, Y], [row n + node: X, Y]].
 #[inline(always)]
-fn node_rows<const W: usize, const F: bool>(
-    a: &Banded<W>,
+fn node_rows<const W: usize, const F: bool, E: Entry<W>>(
+    a: &Banded<E>,
     n: usize,
     x: &[L<W>],
     node: usize,
@@ -163,8 +163,9 @@ fn node_rows<const W: usize, const F: bool>(
     for t in 0..6 {
         let (xx, xy) = (x[c[t]], x[mm + c[t]]);
         for r in 0..2 {
-            s[r][0] = ra[r][t].mul_add::<F>(xx, s[r][0]);
-            s[r][1] = ra[r][t].mul_add::<F>(xy, s[r][1]);
+            let e = ra[r][t].lanes();
+            s[r][0] = e.mul_add::<F>(xx, s[r][0]);
+            s[r][1] = e.mul_add::<F>(xy, s[r][1]);
         }
     }
     s
@@ -173,11 +174,16 @@ fn node_rows<const W: usize, const F: bool>(
 /// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
 /// fused multiply-adds each), rows k and n + k together as in [`banded_pass`].
 #[inline(always)]
-fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>], y: &mut [L<W>]) {
+fn banded_mul<const W: usize, const F: bool, E: Entry<W>>(
+    a: &Banded<E>,
+    n: usize,
+    x: &[L<W>],
+    y: &mut [L<W>],
+) {
     let mm = 2 * n;
     let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
     for node in 0..n {
-        let s = node_rows::<W, F>(a, n, x, node);
+        let s = node_rows::<W, F, E>(a, n, x, node);
         for (r, i) in [node, n + node].into_iter().enumerate() {
             y[i] = s[r][0];
             y[mm + i] = s[r][1];
@@ -187,12 +193,16 @@ fn banded_mul<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>]
 
 /// xᵀAx over both component blocks, A banded (rows paired as in [`banded_mul`]).
 #[inline(always)]
-fn banded_quad<const W: usize, const F: bool>(a: &Banded<W>, n: usize, x: &[L<W>]) -> L<W> {
+fn banded_quad<const W: usize, const F: bool, E: Entry<W>>(
+    a: &Banded<E>,
+    n: usize,
+    x: &[L<W>],
+) -> L<W> {
     let mm = 2 * n;
     let x = &x[..2 * mm];
     let mut form = [L::zero(); 2];
     for node in 0..n {
-        let s = node_rows::<W, F>(a, n, x, node);
+        let s = node_rows::<W, F, E>(a, n, x, node);
         for (r, i) in [node, n + node].into_iter().enumerate() {
             form[r] = x[i].mul_add::<F>(s[r][0], x[mm + i].mul_add::<F>(s[r][1], form[r]));
         }
@@ -546,8 +556,10 @@ fn tip_contact<const W: usize, const F: bool>(
 /// Returns the leg's actuation power at the new velocity, the servo's |M0 ψ̇|, and the
 /// internal couple's work over the step, h·|Q_A·v| (0 without one).
 #[inline(always)]
-fn kick_leg<const W: usize, const F: bool, const NN: usize>(
+#[allow(clippy::too_many_arguments)]
+fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     m: &BlockModel<W>,
+    mx: &LegMatrices<E>,
     leg: usize,
     q: &mut [L<W>],
     v: &mut [L<W>],
@@ -562,12 +574,12 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv and vᵀGv, and the bending
     // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default); otherwise
     // the pass's Kq is replaced (θ > 0 is a library setting, not worth a second pass kind).
-    let [qgq, vgq, vgv] = banded_pass::<W, F>(&m.geometric, &m.bending, n, q, v, gq, r);
+    let [qgq, vgq, vgv] = banded_pass::<W, F, E>(&mx.geometric, &mx.bending, n, q, v, gq, r);
     if !m.explicit_bending {
         for k in 0..l {
             tmp[k] = (-m.d.theta_h).mul_add::<F>(v[k], q[k]);
         }
-        banded_mul::<W, F>(&m.bending, n, tmp, r);
+        banded_mul::<W, F, E>(&mx.bending, n, tmp, r);
     }
     let (residual, jv) = (qgq - m.p.leg_length, vgq * 2.0);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
@@ -611,7 +623,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // two where it has 16: there sixteen sums spill.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
     let solve = PinvRows {
-        p_inv: &m.p_inv,
+        p_inv: &mx.p_inv,
         mm,
         r,
         gq,
@@ -629,7 +641,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     // diagonal with equal blocks, so P⁻¹u₃ is column n − 1 of P⁻¹ in each component.
     let (s1, s2, s3) = (m.d.s_constraint, m.legs[leg].s_servo, tip.s_friction);
     let [tx, ty] = tip.tangent;
-    let pi = |a: usize, b: usize| m.p_inv[a * mm + b];
+    let pi = |a: usize, b: usize| mx.p_inv[a * mm + b].lanes();
     let (p_bb, p_bt, p_tt) = (pi(n, n), pi(n, n - 1), pi(n - 1, n - 1));
     let jw = dot::<W, F>(gq, w) * 2.0;
     let jz = dot::<W, F>(gq, z) * 2.0;
@@ -685,7 +697,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
     //   k = 2hημ. The kick is linear in the penalty, which changes by
     //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − b·s_old), b = (3/2 + k)/(1 + k); the
     //   re-solve is Δv = −h·s₁·(3/2·s_new − b·s_old)·D.
-    let s_new = banded_quad::<W, F>(&m.geometric, n, v);
+    let s_new = banded_quad::<W, F, E>(&mx.geometric, n, v);
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
     let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * vgv));
     let dq = m.d.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
@@ -745,8 +757,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize>(
 /// The kick's pass over P⁻¹: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = 2P⁻¹Gq, R rows at a
 /// time (both components of r and Gq are loaded once per R rows, and 4R independent
 /// sums hide the multiply-add latency).
-struct PinvRows<'a, const W: usize> {
-    p_inv: &'a [L<W>],
+struct PinvRows<'a, const W: usize, E> {
+    p_inv: &'a [E],
     mm: usize,
     r: &'a [L<W>],
     gq: &'a [L<W>],
@@ -755,7 +767,7 @@ struct PinvRows<'a, const W: usize> {
     share: L<W>,
 }
 
-impl<const W: usize> PinvRows<'_, W> {
+impl<const W: usize, E: Entry<W>> PinvRows<'_, W, E> {
     /// Every row, R at a time, the rest one by one (each row's sums are the same either
     /// way: the grouping changes no bits).
     #[inline(always)]
@@ -775,13 +787,13 @@ impl<const W: usize> PinvRows<'_, W> {
     fn rows<const F: bool, const R: usize>(&self, i: usize, z: &mut [L<W>], w: &mut [L<W>]) {
         let mm = self.mm;
         let (r, gq, v) = (&self.r[..2 * mm], &self.gq[..2 * mm], &self.v[..2 * mm]);
-        let p: [&[L<W>]; R] =
+        let p: [&[E]; R] =
             std::array::from_fn(|row| &self.p_inv[(i + row) * mm..(i + row + 1) * mm]);
         let mut acc = [[L::zero(); 4]; R];
         for j in 0..mm {
             let (a, b, c, d) = (r[j], r[mm + j], gq[j], gq[mm + j]);
             for row in 0..R {
-                let pj = p[row][j];
+                let pj = p[row][j].lanes();
                 acc[row][0] = pj.mul_add::<F>(a, acc[row][0]);
                 acc[row][1] = pj.mul_add::<F>(b, acc[row][1]);
                 acc[row][2] = pj.mul_add::<F>(c, acc[row][2]);
@@ -854,8 +866,9 @@ pub enum StepEnd {
 /// `at_midpoint`: the state is already at this step's midpoint (the step before ended
 /// with [`StepEnd::NextMidpoint`]); each leg's closing drift is done where its kick ends.
 #[inline(always)]
-pub fn step<const W: usize, const F: bool, const NN: usize>(
+pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     m: &BlockModel<W>,
+    mx: &LegMatrices<E>,
     st: &mut BlockState<W>,
     s: &mut Scratch<W>,
     at_midpoint: bool,
@@ -880,7 +893,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize>(
     for (i, &bf) in base_force.iter().enumerate() {
         let r = i * l..(i + 1) * l;
         let [servo, couple] =
-            kick_leg::<W, F, NN>(m, i, &mut st.q[r.clone()], &mut st.v[r], bf, s, end);
+            kick_leg::<W, F, NN, E>(m, mx, i, &mut st.q[r.clone()], &mut st.v[r], bf, s, end);
         power += servo;
         work_axo += couple;
     }

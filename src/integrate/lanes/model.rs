@@ -12,8 +12,71 @@ use crate::params::KernelParams;
 /// increasing order; at the end nodes the missing ones carry a zero coefficient and
 /// a valid column, so every row is the same six fused multiply-adds.
 #[derive(Debug, Clone)]
-pub struct Banded<const W: usize> {
-    pub coef: Vec<[L<W>; 6]>,
+pub struct Banded<E> {
+    pub coef: Vec<[E; 6]>,
+}
+
+/// An entry of a block's leg matrices as the kernel reads it: one value per lane
+/// (`L<W>`), or one value every lane shares (`f64`, broadcast where it is read).
+pub trait Entry<const W: usize>: Copy {
+    fn lanes(self) -> L<W>;
+}
+
+impl<const W: usize> Entry<W> for L<W> {
+    #[inline(always)]
+    fn lanes(self) -> L<W> {
+        self
+    }
+}
+
+impl<const W: usize> Entry<W> for f64 {
+    #[inline(always)]
+    fn lanes(self) -> L<W> {
+        L::splat(self)
+    }
+}
+
+/// The bands of K and G and P⁻¹ of one component block (row-major m×m, m = 2n): the
+/// matrices every leg of a lane shares and the kick reads in full.
+#[derive(Debug, Clone)]
+pub struct LegMatrices<E> {
+    pub bending: Banded<E>,
+    pub geometric: Banded<E>,
+    pub p_inv: Vec<E>,
+}
+
+impl<const W: usize> LegMatrices<L<W>> {
+    fn new(r: &[&InstanceRecord; W], n: usize) -> Self {
+        LegMatrices {
+            bending: Banded::new(&r.map(|x| &x.matrices.bending), n),
+            geometric: Banded::new(&r.map(|x| &x.matrices.geometric), n),
+            p_inv: (0..4 * n * n)
+                .map(|e| L(std::array::from_fn(|j| r[j].matrices.p_inv.a[e])))
+                .collect(),
+        }
+    }
+
+    /// The same matrices held once, where every lane has them bit for bit (lanes
+    /// that differ only in gains, couplings or frequencies: most sweeps). A kick that
+    /// reads them broadcasts each entry: the same values, in an eighth of the memory
+    /// at 8 lanes, and a block's working set then fits in L1.
+    fn shared(&self) -> Option<LegMatrices<f64>> {
+        let same = |x: &L<W>| x.0.iter().all(|y| y.to_bits() == x.0[0].to_bits());
+        let band = |b: &Banded<L<W>>| {
+            b.coef.iter().flatten().all(same).then(|| Banded {
+                coef: b.coef.iter().map(|row| row.map(|x| x.0[0])).collect(),
+            })
+        };
+        Some(LegMatrices {
+            bending: band(&self.bending)?,
+            geometric: band(&self.geometric)?,
+            p_inv: self
+                .p_inv
+                .iter()
+                .all(same)
+                .then(|| self.p_inv.iter().map(|x| x.0[0]).collect())?,
+        })
+    }
 }
 
 /// The six columns of row i of a component block (nodes k−1, k, k+1 of the value
@@ -75,7 +138,7 @@ impl<const W: usize> CoupleBand<W> {
     }
 }
 
-impl<const W: usize> Banded<W> {
+impl<const W: usize> Banded<L<W>> {
     fn new(lanes: &[&Dense; W], n: usize) -> Self {
         let coef = (0..2 * n)
             .map(|i| {
@@ -107,13 +170,13 @@ pub struct BlockModel<const W: usize> {
     pub d: Derived<L<W>>,
     /// Per leg: target rate, servo gain (0 where passive) and its Woodbury scale.
     pub legs: Vec<LegConstants<L<W>>>,
-    pub bending: Banded<W>,
-    pub geometric: Banded<W>,
+    /// K, G and P⁻¹, one value per lane.
+    pub matrices: LegMatrices<L<W>>,
+    /// The same, once, where every lane has the same (`LegMatrices::shared`).
+    pub shared: Option<LegMatrices<f64>>,
     /// h·ρg·load vector of the X component (the only one gravity acts on): the weight's
     /// impulse over one step.
     pub weight_impulse: Vec<L<W>>,
-    /// P⁻¹ of one component block, row-major m×m, m = 2n.
-    pub p_inv: Vec<L<W>>,
     /// Whether θ' = 0 in every lane (the default): bending at q, in the pass over q.
     pub explicit_bending: bool,
     /// Body points B_1..B_{N+2} and contact points P_1, P_2 in the body frame.
@@ -183,20 +246,18 @@ impl<const W: usize> BlockModel<W> {
                 .collect(),
             coulomb: r.iter().any(|x| x.params.mu_c != 0.0),
         };
+        let matrices = LegMatrices::new(&r, n_nodes);
         BlockModel {
             couple,
             ground,
             n_legs,
             n_nodes,
-            bending: Banded::new(&r.map(|x| &x.matrices.bending), n_nodes),
-            geometric: Banded::new(&r.map(|x| &x.matrices.geometric), n_nodes),
+            shared: matrices.shared(),
+            matrices,
             weight_impulse: (0..m)
                 .map(|k| {
                     per(&|j| r[j].h() * r[j].params.rho * r[j].params.g * r[j].matrices.load[k])
                 })
-                .collect(),
-            p_inv: (0..m * m)
-                .map(|e| per(&|j| r[j].matrices.p_inv.a[e]))
                 .collect(),
             explicit_bending: d.theta_h.0.iter().all(|&x| x == 0.0),
             b_points,
@@ -252,5 +313,41 @@ mod tests {
                 assert_eq!(zero, name == "B_c" && k_a == 0.0, "{name} n={n} k_A={k_a}");
             }
         }
+    }
+
+    /// Lanes that differ only in gains share their leg matrices, entry for entry; a
+    /// lane with another mass density (another P) does not.
+    #[test]
+    fn lanes_share_their_matrices_only_where_every_entry_is_the_same() {
+        use crate::model::Robot;
+        let record = |o: &str| {
+            let mut p = Params::default();
+            p.apply_override(o).unwrap();
+            InstanceRecord::new(&Robot::new(&p), 2e-4, 0.0)
+        };
+        let (a, b, c) = (record("k_p=3"), record("k_p=300"), record("rho=1.2"));
+        let same = BlockModel::<4>::new(&[&a, &b, &a]);
+        let shared = same
+            .shared
+            .as_ref()
+            .expect("gains alone leave the matrices alike");
+        assert_eq!(shared.p_inv, a.matrices.p_inv.a);
+        // Each shared entry is every lane's entry, bit for bit.
+        let every_lane = |x: f64, l: &L<4>| l.0.iter().all(|y| y.to_bits() == x.to_bits());
+        for (mine, lanes) in [
+            (&shared.bending, &same.matrices.bending),
+            (&shared.geometric, &same.matrices.geometric),
+        ] {
+            let pairs = mine.coef.iter().flatten().zip(lanes.coef.iter().flatten());
+            assert!(
+                pairs.clone().count() == 60 && pairs.into_iter().all(|(&x, l)| every_lane(x, l))
+            );
+        }
+        assert!(shared
+            .p_inv
+            .iter()
+            .zip(&same.matrices.p_inv)
+            .all(|(&x, l)| every_lane(x, l)));
+        assert!(BlockModel::<4>::new(&[&a, &c]).shared.is_none());
     }
 }
