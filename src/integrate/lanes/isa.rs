@@ -87,10 +87,9 @@ impl Isa {
     }
 
     /// Advance every lane of a block by `steps` steps. The AVX-512 build serves the
-    /// block width it is picked for (8 lanes); a narrower block on an AVX-512 machine
-    /// runs the AVX2 build, with the same bits (both use FMA, and every operation is
-    /// lane by lane), so that no width is compiled for an instruction set that a batch
-    /// never runs it on.
+    /// block width a batch picks it for (8 lanes) and is compiled for that width only;
+    /// a narrower block on an AVX-512 machine runs the AVX2 build, with the same bits
+    /// (both use FMA, and every operation is lane by lane).
     pub fn advance<const W: usize>(
         self,
         m: &BlockModel<W>,
