@@ -280,19 +280,25 @@ mod tests {
         assert!(estimate(&g, Backend::Cpu, Mode::Batch, &MEASURED).is_ok());
     }
 
+    /// `est`'s estimate of `c`, checked against a fresh one.
+    fn cached_as_fresh(est: &mut Estimator, c: &RunConfig) -> Estimate {
+        let a = est
+            .estimate(c, Backend::Cpu, Mode::Batch, &MEASURED)
+            .unwrap();
+        assert_eq!(
+            a,
+            estimate(c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap()
+        );
+        a
+    }
+
     #[test]
     fn the_cached_estimator_agrees_with_a_fresh_estimate() {
         let mut est = Estimator::default();
         for k_m in [50.0, 5e3, 50.0] {
             let mut c = small(0.2);
             c.params.k_m = k_m;
-            let a = est
-                .estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED)
-                .unwrap();
-            assert_eq!(
-                a,
-                estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap()
-            );
+            cached_as_fresh(&mut est, &c);
         }
         assert_eq!(est.steps.len(), 2);
     }
@@ -307,14 +313,7 @@ mod tests {
             let mut c = small(0.2);
             c.params.axo_f = axo_f;
             c.params.axo_k = axo_k;
-            let a = est
-                .estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED)
-                .unwrap();
-            assert_eq!(
-                a,
-                estimate(&c, Backend::Cpu, Mode::Batch, &MEASURED).unwrap()
-            );
-            steps.push(a.steps);
+            steps.push(cached_as_fresh(&mut est, &c).steps);
         }
         assert!(
             steps[1] > steps[0],
