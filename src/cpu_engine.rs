@@ -243,6 +243,9 @@ impl LaneSink for Accumulators<'_, '_> {
     fn sample(&mut self, lane: usize, s: &Sample) {
         self.lanes[lane].acc.push(s);
     }
+    fn keeps_states(&self) -> bool {
+        false
+    }
     fn extend(&mut self, lane: usize, ended: &SampleSchedule) -> Option<SampleSchedule> {
         let l = &mut self.lanes[lane];
         let longer = continue_run(&mut l.acc, l.p.cfg.continuation(), ended)?;

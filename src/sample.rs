@@ -31,32 +31,43 @@ impl Sample {
     /// Read a sample off the generalised coordinates (the couples' work starts at 0:
     /// a backend that has it sets `work_axo`).
     pub fn from_state(robot: &Robot, t: f64, q: &[f64], work: f64) -> Sample {
-        let n = robot.n_legs;
         let ix = robot.idx;
-        let mut s = Sample {
+        let body = robot.body_of(q);
+        let mut s = Sample::begin(robot, t, [body[0], body[1], body[2]], work, q.to_vec());
+        for i in 0..robot.n_legs {
+            let leg = robot.leg(q, i);
+            let basal = [leg[ix.b(0)], leg[ix.d(0)]];
+            s.push_leg(robot, basal, robot.tip(q, i), robot.constraint(leg));
+        }
+        s
+    }
+
+    /// A sample at `t` without legs yet: each leg follows with [`Sample::push_leg`], in
+    /// order. `q`: all coordinates, or empty where the caller keeps only the summary.
+    pub fn begin(robot: &Robot, t: f64, body: [f64; 3], work: f64, q: Vec<f64>) -> Sample {
+        let n = robot.n_legs;
+        Sample {
             t,
             psi: Vec::with_capacity(n),
             tangent: Vec::with_capacity(n),
             tip: Vec::with_capacity(n),
             inext: Vec::with_capacity(n),
-            body: [0.0; 3],
+            body,
             work,
             work_axo: 0.0,
-            q: q.to_vec(),
+            q,
             v: Vec::new(),
-        };
-        for i in 0..n {
-            let leg = robot.leg(q, i);
-            let (b1, d1) = (leg[ix.b(0)], leg[ix.d(0)]);
-            let r = (b1 * b1 + d1 * d1).sqrt();
-            s.psi.push(d1.atan2(b1));
-            s.tangent.push([b1 / r, d1 / r]);
-            s.tip.push(robot.tip(q, i));
-            s.inext
-                .push(robot.constraint(leg).abs() / robot.p.leg_length);
         }
-        s.body.copy_from_slice(robot.body_of(q));
-        s
+    }
+
+    /// The next leg's entries from its basal slopes (b_1, d_1), its tip and its
+    /// constraint residual V = qᵀGq − ℓ.
+    pub fn push_leg(&mut self, robot: &Robot, [b1, d1]: [f64; 2], tip: [f64; 2], residual: f64) {
+        let r = (b1 * b1 + d1 * d1).sqrt();
+        self.psi.push(d1.atan2(b1));
+        self.tangent.push([b1 / r, d1 / r]);
+        self.tip.push(tip);
+        self.inext.push(residual.abs() / robot.p.leg_length);
     }
 
     pub fn is_finite(&self) -> bool {

@@ -12,11 +12,12 @@
 use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
 use super::model::BlockModel;
+use super::readout::Readout;
 use super::simd::L;
 use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
-use crate::sample::{state_is_sane, Deadline, Sample, Status};
+use crate::sample::{Deadline, Sample, Status};
 
 /// Steps between budget checks (a step is ~1 µs, a clock read ~25 ns).
 pub const BUDGET_CHECK_STEPS: usize = 1024;
@@ -51,6 +52,11 @@ pub trait LaneSink {
     }
     /// The simulated time of lane 0.
     fn progress(&mut self, _t: f64) {}
+    /// Whether samples carry every coordinate (`Sample::q`, for drawing); a sink that
+    /// only folds metrics says no, and its samples skip the copy.
+    fn keeps_states(&self) -> bool {
+        true
+    }
 }
 
 /// A lane's state where it stands between blocks: positions, velocities, steps taken
@@ -154,7 +160,6 @@ pub fn run_block_from<const W: usize>(
         .collect();
     let model = BlockModel::<W>::new(&records.iter().collect::<Vec<_>>());
     let rest: Vec<Vec<f64>> = jobs.iter().map(|j| j.robot.initial_state().0).collect();
-    let nq = starts[0].q.len();
     let mut st = block_state::<W>(starts);
     let mut scratch = Scratch::<W>::new(model.n_legs);
     let mut outcomes: Vec<Option<LaneOutcome>> = vec![None; jobs.len()];
@@ -168,7 +173,8 @@ pub fn run_block_from<const W: usize>(
             sink.sample(j, &Sample::from_state(job.robot, 0.0, &s.q, s.work));
         }
     }
-    let (mut q, mut v) = (vec![0.0; nq], vec![0.0; nq]);
+    let keep_states = sink.keeps_states();
+    let lane_of = |x: &[L<W>], j: usize| x.iter().map(|e| e.lane(j)).collect::<Vec<f64>>();
     let mut done = 0;
     while let Some(due) = (0..jobs.len())
         .filter(|&j| outcomes[j].is_none())
@@ -186,20 +192,25 @@ pub fn run_block_from<const W: usize>(
         let target = due.min(done + BUDGET_CHECK_STEPS).min(step_budget);
         isa.advance(&model, &mut st, &mut scratch, target - done);
         done = target;
+        // Read off once for every lane, where the first lane's sample falls due (a lane
+        // parked below changes only itself).
+        let mut readout: Option<Readout<W>> = None;
         for (j, job) in jobs.iter().enumerate() {
             let (sched, at) = (scheds[j], base[j] + done);
             if outcomes[j].is_some() || sched.steps_to(next[j]) != at {
                 continue;
             }
             let (k, t) = (next[j], sched.time(next[j]));
-            for (s, (qs, vs)) in q.iter_mut().zip(v.iter_mut()).enumerate() {
-                *qs = st.q[s].lane(j);
-                *vs = st.v[s].lane(j);
-            }
-            let mut sample = Sample::from_state(job.robot, t, &q, st.work.lane(j));
+            let r = readout.get_or_insert_with(|| Readout::new(&model, &st));
+            let q = if keep_states {
+                lane_of(&st.q, j)
+            } else {
+                Vec::new()
+            };
+            let mut sample = r.sample(job.robot, &st, j, t, q);
             sample.work_axo = st.work_axo.lane(j);
             let end = |status| Some(LaneOutcome::Ended(LaneEnd { status, steps: at }));
-            if !state_is_sane(&q) || !v.iter().all(|x| x.is_finite()) || !sample.is_finite() {
+            if !r.sane[j] || !sample.is_finite() {
                 outcomes[j] = end(Status::Diverged { time: t });
                 park(&mut st, j, &rest[j]);
                 continue;
@@ -224,8 +235,8 @@ pub fn run_block_from<const W: usize>(
                 (Some(longer), Continue::HandBack) => {
                     outcomes[j] = Some(LaneOutcome::Continues {
                         state: LaneState {
-                            q: q.clone(),
-                            v: v.clone(),
+                            q: lane_of(&st.q, j),
+                            v: lane_of(&st.v, j),
                             steps: at,
                             work: sample.work,
                             work_axo: sample.work_axo,

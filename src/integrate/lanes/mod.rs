@@ -11,6 +11,7 @@ pub mod driver;
 pub mod isa;
 pub mod kernel;
 pub mod model;
+pub mod readout;
 pub mod simd;
 pub mod trig;
 
