@@ -248,9 +248,9 @@ pub struct InstanceRecord {
     pub legs: Vec<LegConstants<f64>>,
     pub matrices: MatrixSet,
     /// The terrain is the paper's flat line (`Profile::is_flat`).
-    pub flat: bool,
+    flat: bool,
     /// Harmonics of the terrain in use (`Profile::harmonics`).
-    pub harmonics: usize,
+    harmonics: usize,
 }
 
 impl InstanceRecord {
@@ -285,6 +285,11 @@ impl InstanceRecord {
     /// a slope).
     pub fn terrain_harmonics(&self) -> usize {
         self.harmonics
+    }
+
+    /// Whether the terrain is the paper's flat line (`Profile::is_flat`).
+    pub fn terrain_is_flat(&self) -> bool {
+        self.flat
     }
 
     /// Whether the instance stands on anything but the paper's ground: a profile that is

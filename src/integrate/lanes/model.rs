@@ -238,7 +238,7 @@ impl<const W: usize> BlockModel<W> {
             ]
         });
         let ground = Ground {
-            terrain: r.iter().any(|x| !x.flat),
+            terrain: r.iter().any(|x| !x.terrain_is_flat()),
             harmonics: d
                 .terrain_harmonics()
                 .into_iter()
