@@ -89,6 +89,14 @@ pub fn band(n: usize, i: usize) -> [usize; 6] {
     [lo, k, hi, n + lo, n + k, n + hi]
 }
 
+/// Which of [`band`]'s six columns of row i exist (at the end nodes the clamped ones
+/// stand in for missing neighbours).
+#[inline(always)]
+pub fn band_present(n: usize, i: usize) -> [bool; 6] {
+    let k = i % n;
+    [k > 0, true, k + 1 < n, k > 0, true, k + 1 < n]
+}
+
 /// The internal couple's B_c or B_s by its distinct entries. Each is antisymmetric with
 /// a zero diagonal (`CoupleMatrices`: d1ᵢd2ⱼ − d1ⱼd2ᵢ, exactly) and has the Hermite band,
 /// so per node k five entries hold it: B[k][n+k] (the node's own value–slope pair), then
@@ -142,8 +150,7 @@ impl<const W: usize> Banded<L<W>> {
     fn new(lanes: &[&Dense; W], n: usize) -> Self {
         let coef = (0..2 * n)
             .map(|i| {
-                let k = i % n;
-                let present = [k > 0, true, k + 1 < n, k > 0, true, k + 1 < n];
+                let present = band_present(n, i);
                 let mut row = [L::zero(); 6];
                 for (c, slot) in row.iter_mut().enumerate() {
                     if present[c] {

@@ -7,8 +7,9 @@
 //! `Robot::constraint`, so a lane's residual has the bits those give it.
 
 use super::kernel::BlockState;
-use super::model::{band, Banded, BlockModel};
+use super::model::{band, band_present, Banded, BlockModel};
 use super::simd::L;
+use crate::model::Robot;
 use crate::sample::{Sample, DIVERGENCE_BOUND};
 
 /// Residuals and sanity of every lane at one instant of a block.
@@ -43,7 +44,7 @@ impl<const W: usize> Readout<W> {
     /// coordinates where the caller keeps them, else nothing.
     pub fn sample(
         &self,
-        robot: &crate::model::Robot,
+        robot: &Robot,
         st: &BlockState<W>,
         j: usize,
         t: f64,
@@ -73,9 +74,7 @@ impl<const W: usize> Readout<W> {
 fn quad<const W: usize>(a: &Banded<L<W>>, n: usize, x: &[L<W>]) -> L<W> {
     let mut total: Option<L<W>> = None;
     for (i, row) in a.coef.iter().enumerate() {
-        let k = i % n;
-        let present = [k > 0, true, k + 1 < n, k > 0, true, k + 1 < n];
-        let c = band(n, i);
+        let (present, c) = (band_present(n, i), band(n, i));
         let mut s = L::zero();
         for t in 0..6 {
             if present[t] {
@@ -92,7 +91,6 @@ fn quad<const W: usize>(a: &Banded<L<W>>, n: usize, x: &[L<W>]) -> L<W> {
 mod tests {
     use super::*;
     use crate::integrate::record::InstanceRecord;
-    use crate::model::Robot;
     use crate::params::Params;
 
     /// Bent legs and a moved body in four lanes, three of them with other leg
