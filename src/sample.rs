@@ -248,6 +248,10 @@ pub const DIVERGENCE_BOUND: f64 = 1e6;
 
 /// True when the coordinates are finite and within [`DIVERGENCE_BOUND`].
 pub fn state_is_sane(q: &[f64]) -> bool {
-    q.iter()
-        .all(|x| x.is_finite() && x.abs() < DIVERGENCE_BOUND)
+    q.iter().all(|&x| coordinate_is_sane(x))
+}
+
+/// True when one coordinate is finite and within [`DIVERGENCE_BOUND`].
+pub fn coordinate_is_sane(x: f64) -> bool {
+    x.is_finite() && x.abs() < DIVERGENCE_BOUND
 }

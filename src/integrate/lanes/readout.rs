@@ -10,7 +10,7 @@ use super::kernel::BlockState;
 use super::model::{band, band_present, Banded, BlockModel};
 use super::simd::L;
 use crate::model::Robot;
-use crate::sample::{Sample, DIVERGENCE_BOUND};
+use crate::sample::{coordinate_is_sane, Sample};
 
 /// Residuals and sanity of every lane at one instant of a block.
 pub struct Readout<const W: usize> {
@@ -34,7 +34,7 @@ impl<const W: usize> Readout<W> {
         let mut sane = [true; W];
         for (q, v) in st.q.iter().zip(&st.v) {
             for j in 0..W {
-                sane[j] &= q.0[j].abs() < DIVERGENCE_BOUND && v.0[j].is_finite();
+                sane[j] &= coordinate_is_sane(q.0[j]) && v.0[j].is_finite();
             }
         }
         Readout { residual, sane }
@@ -55,9 +55,9 @@ impl<const W: usize> Readout<W> {
         let o = robot.n_legs * robot.leg_dofs;
         let body = [at(o), at(o + 1), at(o + 2)];
         let mut s = Sample::begin(robot, t, body, st.work.lane(j), q);
+        let tip = ix.tip();
         for (i, v) in self.residual.iter().enumerate() {
             let leg = i * robot.leg_dofs;
-            let tip = ix.tip();
             s.push_leg(
                 robot,
                 [at(leg + ix.b(0)), at(leg + ix.d(0))],
@@ -92,6 +92,7 @@ mod tests {
     use super::*;
     use crate::integrate::record::InstanceRecord;
     use crate::params::Params;
+    use crate::sample::DIVERGENCE_BOUND;
 
     /// Bent legs and a moved body in four lanes, three of them with other leg
     /// lengths: each lane's sample is the bits of `Sample::from_state`.
