@@ -144,6 +144,99 @@ impl Dense {
     }
 }
 
+/// Unknown of interleaved position t of a component block of n nodes: t = 2k is node k's
+/// value, t = 2k + 1 its slope. In this order a Hermite matrix is banded, half-bandwidth 3.
+#[inline(always)]
+pub fn interleaved(n: usize, t: usize) -> usize {
+    if t % 2 == 0 {
+        t / 2
+    } else {
+        n + t / 2
+    }
+}
+
+/// Whether L of [`BandLdlt`] may hold entry (t, t − k), k = 1..=3: a value row (even t)
+/// reaches back to the previous node's value (k = 2), a slope row to it as well (k = 3).
+/// Every other entry is zero, exactly (a band factor fills in only inside the profile).
+#[inline(always)]
+pub fn ldlt_present(t: usize, k: usize) -> bool {
+    t >= k && (k < 3 || t % 2 == 1)
+}
+
+/// LDLᵀ of a symmetric positive definite Hermite matrix in the interleaved order
+/// ([`interleaved`]): P = LDLᵀ with L unit lower triangular of half-bandwidth 3, no
+/// pivoting. A solve costs about 5 multiply-adds per unknown where P⁻¹ costs 2n.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BandLdlt {
+    pub nodes: usize,
+    /// −L(t, t − k) at index 3 − k (k = 3, 2, 1 in that order; zero where absent).
+    pub neg_lower: Vec<[f64; 3]>,
+    /// 1/D(t).
+    pub inv_d: Vec<f64>,
+}
+
+impl BandLdlt {
+    /// The factors of an assembled Hermite matrix; `None` when it is not positive
+    /// definite (a pivot ≤ 0) or not a Hermite matrix.
+    pub fn new(a: &Dense) -> Option<Self> {
+        let n = a.nodes?;
+        let m = 2 * n;
+        let at = |t: usize, s: usize| a.get(interleaved(n, t), interleaved(n, s));
+        let mut lower = vec![[0.0; 3]; m];
+        let mut d = vec![0.0; m];
+        for t in 0..m {
+            for k in (1..=3).rev().filter(|&k| ldlt_present(t, k)) {
+                let j = t - k;
+                // Σ over the columns s < j that both rows t and j reach.
+                let mut x = at(t, j);
+                for kk in (k + 1..=3).filter(|&kk| ldlt_present(t, kk)) {
+                    let s = t - kk;
+                    if ldlt_present(j, j - s) {
+                        x -= lower[t][3 - kk] * lower[j][3 - (j - s)] * d[s];
+                    }
+                }
+                lower[t][3 - k] = x / d[j];
+            }
+            let mut dt = at(t, t);
+            for k in (1..=3).filter(|&k| ldlt_present(t, k)) {
+                dt -= lower[t][3 - k] * lower[t][3 - k] * d[t - k];
+            }
+            if dt.is_nan() || dt <= 0.0 {
+                return None;
+            }
+            d[t] = dt;
+        }
+        Some(BandLdlt {
+            nodes: n,
+            neg_lower: lower.iter().map(|row| row.map(|x| -x)).collect(),
+            inv_d: d.iter().map(|x| 1.0 / x).collect(),
+        })
+    }
+
+    /// b ← P⁻¹b (b in the block's own order).
+    pub fn solve(&self, b: &mut [f64]) {
+        let (n, m) = (self.nodes, 2 * self.nodes);
+        let mut y: Vec<f64> = (0..m).map(|t| b[interleaved(n, t)]).collect();
+        for t in 0..m {
+            for k in (1..=3).rev().filter(|&k| ldlt_present(t, k)) {
+                y[t] = self.neg_lower[t][3 - k].mul_add(y[t - k], y[t]);
+            }
+        }
+        for t in (0..m).rev() {
+            y[t] *= self.inv_d[t];
+            for k in (1..=3)
+                .rev()
+                .filter(|&k| t + k < m && ldlt_present(t + k, k))
+            {
+                y[t] = self.neg_lower[t + k][3 - k].mul_add(y[t + k], y[t]);
+            }
+        }
+        for (t, yt) in y.into_iter().enumerate() {
+            b[interleaved(n, t)] = yt;
+        }
+    }
+}
+
 /// Element mass matrix ∫HHᵀ for local order (value_L, slope_L, value_R, slope_R).
 pub fn element_mass(h: f64) -> [[f64; 4]; 4] {
     let c = h / 420.0;
@@ -336,5 +429,42 @@ mod tests {
                 assert!((s - if i == j { 1.0 } else { 0.0 }).abs() < 1e-9);
             }
         }
+    }
+
+    /// The band factor solves P x = b for the kick's P = (ρ + hζ)M + θh²K_M·K: P·x
+    /// gives b back to round-off, and x is P⁻¹b by the dense inverse. A matrix that
+    /// is not positive definite has no factor.
+    #[test]
+    fn band_ldlt_solves_the_kicks_matrix() {
+        for (n, theta) in [(2, 0.0), (3, 0.5), (5, 0.0), (5, 1.0), (12, 0.5)] {
+            let a = assemble(n, 1.7);
+            let (rho_h, th2k) = (0.9, theta * 2.5e-4 * 2.5e-4 * 3e5);
+            let mut p = a.mass.scaled(rho_h);
+            for (x, k) in p.a.iter_mut().zip(&a.bending.a) {
+                *x += th2k * k;
+            }
+            let f = BandLdlt::new(&p).expect("P is positive definite");
+            let inv = p.inverse().unwrap();
+            let m = 2 * n;
+            let b: Vec<f64> = (0..m).map(|i| ((i * 7 + 3) % 11) as f64 - 5.0).collect();
+            let mut x = b.clone();
+            f.solve(&mut x);
+            let mut back = vec![0.0; m];
+            p.mul(&x, &mut back);
+            let mut dense = vec![0.0; m];
+            inv.mul(&b, &mut dense);
+            let scale = x.iter().fold(0.0_f64, |s, v| s.max(v.abs()));
+            for i in 0..m {
+                assert!((back[i] - b[i]).abs() < 1e-12 * 5.0, "n={n} P·x row {i}");
+                assert!((x[i] - dense[i]).abs() < 1e-12 * scale, "n={n} x[{i}]");
+            }
+        }
+        let mut indefinite = assemble(3, 1.0).mass;
+        indefinite.a[0] = -1.0;
+        assert!(BandLdlt::new(&indefinite).is_none());
+        assert!(
+            BandLdlt::new(&Dense::zeros(4)).is_none(),
+            "not a Hermite matrix"
+        );
     }
 }
