@@ -273,8 +273,15 @@ fn the_paper_run_is_unchanged_by_the_default_couple() {
             let k = cols.iter().position(|(c, _)| c == name).expect("a metric");
             let got = m.scalars()[k];
             // The SIMD width picked at run time may change fused multiply-adds: round-off.
+            // max |V|/ℓ is itself a residual of O(1) terms: its round-off is absolute,
+            // of order 1e-14 (another order of the kick's sums moves it by 7.5e-15).
+            let floor = if *name == "max_inextensibility" {
+                1e-13
+            } else {
+                0.0
+            };
             assert!(
-                (got - want).abs() <= 1e-9 * want.abs(),
+                (got - want).abs() <= 1e-9 * want.abs() + floor,
                 "{backend:?} {name}: {got:e} vs recorded {want:e}"
             );
         }

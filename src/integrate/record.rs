@@ -13,7 +13,7 @@
 //! same name lists. A derived constant is therefore written once, here, in f64.
 
 use crate::model::axoneme::{self, CoupleMatrices};
-use crate::model::hermite::Dense;
+use crate::model::hermite::{BandLdlt, Dense};
 use crate::model::terrain::{Profile, HARMONICS};
 use crate::model::Robot;
 use crate::params::KernelParams;
@@ -196,6 +196,8 @@ pub struct MatrixSet {
     pub geometric: Dense,
     /// P⁻¹, P = (ρ + hζ)M + θh²K_M·K.
     pub p_inv: Dense,
+    /// P's band LDLᵀ (the cpu kick solves with it; the GPU's multiplies by P⁻¹).
+    pub p_factor: BandLdlt,
     /// ∫H of one component (gravity acts on the X component).
     pub load: Vec<f64>,
     /// The internal couple's B_c, B_s, where a leg of the instance has the couple.
@@ -208,6 +210,7 @@ impl MatrixSet {
         let p = &robot.p;
         let m = 2 * robot.n_nodes;
         let mut pm = Dense::zeros(m);
+        pm.nodes = robot.fe.mass.nodes;
         for i in 0..m * m {
             pm.a[i] = (p.rho + h * p.zeta) * robot.fe.mass.a[i]
                 + theta * h * h * p.k_m * robot.fe.bending.a[i];
@@ -216,6 +219,7 @@ impl MatrixSet {
             bending: robot.fe.bending.clone(),
             geometric: robot.fe.geometric.clone(),
             p_inv: pm.inverse().expect("P is SPD: ρ > 0 (checked), ζ, θ ≥ 0"),
+            p_factor: BandLdlt::new(&pm).expect("P is SPD: ρ > 0 (checked), ζ, θ ≥ 0"),
             load: robot.fe.load.clone(),
             couple: axoneme::has_couple(p).then(|| CoupleMatrices::new(p)),
         }

@@ -4,17 +4,46 @@
 //! three columns (an inactive one is scaled by zero and drops out exactly).
 //!
 //! Per leg the kick solves (P + UUᵀ) v⁺ = r with P = (ρ + hζ)M + θh²K_M·K constant,
-//! U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·e_tip]: z = P⁻¹r and P⁻¹J in one pass over
-//! P⁻¹ (the inertia part of r needs no product: P⁻¹ρMv = a·v, a = ρ/(ρ + hζ), with the
-//! bending at q − (1 − a)θhv), the servo and friction columns of P⁻¹ read directly, a
-//! 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y; last the touchdown
-//! correction of v⁺ and of the leg's midpoint (docs/integrators.md, "Touchdown").
+//! U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·e_tip]: z = P⁻¹r and P⁻¹J by P's band LDLᵀ
+//! (`hermite::BandLdlt`; the inertia part of r needs no product: P⁻¹ρMv = a·v,
+//! a = ρ/(ρ + hζ), with the bending at q − (1 − a)θhv), the servo and friction columns
+//! of P⁻¹ read directly, a 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y;
+//! last the touchdown correction of v⁺ and of the leg's midpoint (docs/integrators.md,
+//! "Touchdown").
+//!
+//! The step is bound by the vector units' issue rate, so what counts is instructions:
+//! the node loops of the solves are written out per node (`each_node!`) where the
+//! node count is known, and the 3×3 factorisation takes one division.
 
 use super::model::{band, Banded, BlockModel, CoupleBand, Entry, LegMatrices};
 use super::simd::{dot, L};
 use crate::params::MAX_NODES;
 
 const LEG_MAX: usize = 4 * MAX_NODES;
+
+/// `each_node!(NN, n, k => { … })` runs the block for every node k = 0..n (`rev k`:
+/// from the last), like [`each_node`] but with the block written out once per node
+/// where NN > 0: a closure called from twelve places is not always inlined, and one
+/// that is not loses the kernel's target features.
+macro_rules! each_node {
+    ($nn:ident, $n:expr, $k:ident => $body:block) => {
+        if $nn == 0 {
+            for $k in 0..$n $body
+        } else {
+            each_node!(@each $nn, $k, $body, 0 1 2 3 4 5 6 7 8 9 10 11);
+        }
+    };
+    ($nn:ident, $n:expr, rev $k:ident => $body:block) => {
+        if $nn == 0 {
+            for $k in (0..$n).rev() $body
+        } else {
+            each_node!(@each $nn, $k, $body, 11 10 9 8 7 6 5 4 3 2 1 0);
+        }
+    };
+    (@each $nn:ident, $k:ident, $body:block, $($i:literal)*) => {
+        $( if $i < $nn { let $k: usize = $i; $body } )*
+    };
+}
 
 /// Nodes per leg: the compile-time `NN` where the kernel was specialised for it
 /// (loops of known length unroll and lose their bounds checks), else the model's.
@@ -94,7 +123,7 @@ impl<const W: usize> Scratch<W> {
 /// twelve independent sums hide the multiply-add latency.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn banded_pass<const W: usize, const F: bool, E: Entry<W>>(
+fn banded_pass<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     g: &Banded<E>,
     k: &Banded<E>,
     n: usize,
@@ -174,7 +203,7 @@ fn node_rows<const W: usize, const F: bool, E: Entry<W>>(
 /// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
 /// fused multiply-adds each), rows k and n + k together as in [`banded_pass`].
 #[inline(always)]
-fn banded_mul<const W: usize, const F: bool, E: Entry<W>>(
+fn banded_mul<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     a: &Banded<E>,
     n: usize,
     x: &[L<W>],
@@ -182,18 +211,18 @@ fn banded_mul<const W: usize, const F: bool, E: Entry<W>>(
 ) {
     let mm = 2 * n;
     let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
-    for node in 0..n {
+    each_node!(NN, n, node => {
         let s = node_rows::<W, F, E>(a, n, x, node);
         for (r, i) in [node, n + node].into_iter().enumerate() {
             y[i] = s[r][0];
             y[mm + i] = s[r][1];
         }
-    }
+    });
 }
 
 /// xᵀAx over both component blocks, A banded (rows paired as in [`banded_mul`]).
 #[inline(always)]
-fn banded_quad<const W: usize, const F: bool, E: Entry<W>>(
+fn banded_quad<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     a: &Banded<E>,
     n: usize,
     x: &[L<W>],
@@ -201,12 +230,12 @@ fn banded_quad<const W: usize, const F: bool, E: Entry<W>>(
     let mm = 2 * n;
     let x = &x[..2 * mm];
     let mut form = [L::zero(); 2];
-    for node in 0..n {
+    each_node!(NN, n, node => {
         let s = node_rows::<W, F, E>(a, n, x, node);
         for (r, i) in [node, n + node].into_iter().enumerate() {
             form[r] = x[i].mul_add::<F>(s[r][0], x[mm + i].mul_add::<F>(s[r][1], form[r]));
         }
-    }
+    });
     form[0] + form[1]
 }
 
@@ -574,12 +603,12 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv and vᵀGv, and the bending
     // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default); otherwise
     // the pass's Kq is replaced (θ > 0 is a library setting, not worth a second pass kind).
-    let [qgq, vgq, vgv] = banded_pass::<W, F, E>(&mx.geometric, &mx.bending, n, q, v, gq, r);
+    let [qgq, vgq, vgv] = banded_pass::<W, F, NN, E>(&mx.geometric, &mx.bending, n, q, v, gq, r);
     if !m.explicit_bending {
         for k in 0..l {
             tmp[k] = (-m.d.theta_h).mul_add::<F>(v[k], q[k]);
         }
-        banded_mul::<W, F, E>(&mx.bending, n, tmp, r);
+        banded_mul::<W, F, NN, E>(&mx.bending, n, tmp, r);
     }
     let (residual, jv) = (qgq - m.p.leg_length, vgq * 2.0);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
@@ -599,8 +628,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     r[0] = m.d.h.mul_add::<F>(base_force[0], r[0]);
     r[2 * n] = m.d.h.mul_add::<F>(base_force[1], r[2 * n]);
     let (b1, d1) = (q[ib], q[id]);
-    let r2 = b1 * b1 + d1 * d1;
-    let (gb, gd) = (-d1 / r2, b1 / r2);
+    let inv_r2 = L::splat(1.0) / (b1 * b1 + d1 * d1);
+    let (gb, gd) = (-d1 * inv_r2, b1 * inv_r2);
     let k_p = m.legs[leg].k_p;
     let h_servo = m.d.h * k_p * m.legs[leg].omega;
     r[ib] -= h_servo * gb;
@@ -617,32 +646,16 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     if let Some(couple) = &m.couple {
         qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
     }
-    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J in one pass over P⁻¹, several rows at a
-    // time (each right-hand-side entry loaded once per group); r above lacks c·Gq.
-    // Four rows (sixteen sums) where the vector unit has 32 registers (AVX-512, W = 8),
-    // two where it has 16: there sixteen sums spill.
+    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J, with P's band factor; r above lacks c·Gq.
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
-    let solve = PinvRows {
-        p_inv: &mx.p_inv,
-        mm,
-        r,
-        gq,
-        v,
-        c_gq,
-        share: m.d.inertia_share,
-    };
-    if W >= 8 {
-        solve.all::<F, 4>(z, w);
-    } else {
-        solve.all::<F, 2>(z, w);
-    }
+    p_solve::<W, F, NN, E>(mx, n, r, gq, v, c_gq, m.d.inertia_share, z, w);
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
     // The friction column lies along the tip's tangent t = (tx, ty): P⁻¹ is block
     // diagonal with equal blocks, so P⁻¹u₃ is column n − 1 of P⁻¹ in each component.
     let (s1, s2, s3) = (m.d.s_constraint, m.legs[leg].s_servo, tip.s_friction);
     let [tx, ty] = tip.tangent;
-    let pi = |a: usize, b: usize| mx.p_inv[a * mm + b].lanes();
-    let (p_bb, p_bt, p_tt) = (pi(n, n), pi(n, n - 1), pi(n - 1, n - 1));
+    let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
+    let ([p_bb, p_bt], p_tt) = (pi(n), pi(n - 1)[1]);
     let jw = dot::<W, F>(gq, w) * 2.0;
     let jz = dot::<W, F>(gq, z) * 2.0;
     let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
@@ -661,7 +674,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let c22 = (s2 * s2 * (gb * gb + gd * gd)).mul_add::<F>(p_bb, L::splat(1.0));
     let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
     let rhs = [s1 * jz, s2 * (gb * z[ib] + gd * z[id]), rhs3];
-    let c = Ldlt3::new([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]]);
+    let c = Ldlt3::new::<F>([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]]);
     let y = c.solve(rhs);
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
@@ -672,7 +685,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     macro_rules! solve_update {
         ($sloped:literal) => {
             for i in 0..mm {
-                let (pb, pt) = (pi(i, n), pi(i, n - 1));
+                let [pb, pt] = pi(i);
                 v[i] = z[i] - a1 * w[i] - a2b * pb;
                 if $sloped {
                     v[i] -= a3x * pt;
@@ -697,10 +710,13 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     //   k = 2hημ. The kick is linear in the penalty, which changes by
     //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − b·s_old), b = (3/2 + k)/(1 + k); the
     //   re-solve is Δv = −h·s₁·(3/2·s_new − b·s_old)·D.
-    let s_new = banded_quad::<W, F, E>(&mx.geometric, n, v);
+    // The shift's factor ½h²·s₁/(1 − (C⁻¹e₁)₁) comes before vᵀGv: its division overlaps
+    // the update and the quadratic form instead of following them.
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
+    let shift = m.d.half_h2 * s1 / (L::splat(1.0) - e[0]);
+    let s_new = banded_quad::<W, F, NN, E>(&mx.geometric, n, v);
     let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * vgv));
-    let dq = m.d.half_h2 * s_new * s1 / (L::splat(1.0) - e[0]);
+    let dq = s_new * shift;
     let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
     let (d2b, d2d, d3x, d3y) = (d2 * gb, d2 * gd, d3 * tx, d3 * ty);
     // The same loop closes the step: the half drift (twice where the next step follows at
@@ -713,7 +729,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     macro_rules! touchdown_update {
         ($sloped:literal, $couple:literal) => {
             for i in 0..mm {
-                let (pb, pt) = (pi(i, n), pi(i, n - 1));
+                let [pb, pt] = pi(i);
                 let dx = if $sloped {
                     d1.mul_add::<F>(w[i], d2b.mul_add::<F>(pb, d3x * pt))
                 } else {
@@ -754,68 +770,96 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     [servo, couple]
 }
 
-/// The kick's pass over P⁻¹: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = 2P⁻¹Gq, R rows at a
-/// time (both components of r and Gq are loaded once per R rows, and 4R independent
-/// sums hide the multiply-add latency).
-struct PinvRows<'a, const W: usize, E> {
-    p_inv: &'a [E],
-    mm: usize,
-    r: &'a [L<W>],
-    gq: &'a [L<W>],
-    v: &'a [L<W>],
+/// The kick's solves with P's band LDLᵀ: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = 2P⁻¹Gq.
+/// The four right-hand sides (r' and Gq, X and Y) go side by side through the
+/// interleaved order, where row t of L reaches back at most three rows: those rows'
+/// solutions are held in registers, and the multiply-add that needs row t − 1 comes last
+/// (the chain from row to row is one multiply-add long).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+#[allow(unused_assignments)] // the last node's rows are carried to no next node
+fn p_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
+    mx: &LegMatrices<E>,
+    n: usize,
+    r: &[L<W>],
+    gq: &[L<W>],
+    v: &[L<W>],
     c_gq: L<W>,
     share: L<W>,
+    z: &mut [L<W>],
+    w: &mut [L<W>],
+) {
+    let mm = 2 * n;
+    let (r, gq, v) = (&r[..2 * mm], &gq[..2 * mm], &v[..2 * mm]);
+    let (z, w) = (&mut z[..2 * mm], &mut w[..2 * mm]);
+    let (lower, inv_d) = (&mx.p_lower[..mm], &mx.p_inv_d[..mm]);
+    // −L(t, t − k).
+    macro_rules! l {
+        ($t:expr, $k:expr) => {
+            lower[$t][3 - $k].lanes()
+        };
+    }
+    // Forward, L·y = b, node by node: its value row t = 2k reaches the previous node's
+    // value and slope, its slope row also its own value (`ldlt_present`), the nearest
+    // row last. (pv, ps): the previous node's rows.
+    let (mut pv, mut ps) = ([L::zero(); 4], [L::zero(); 4]);
+    each_node!(NN, n, k => {
+        let (tv, ts, iv, is) = (2 * k, 2 * k + 1, k, n + k);
+        let mut yv = [r[iv], r[mm + iv], gq[iv], gq[mm + iv]];
+        let mut ys = [r[is], r[mm + is], gq[is], gq[mm + is]];
+        if k > 0 {
+            fma4::<W, F>(l!(tv, 2), pv, &mut yv);
+            fma4::<W, F>(l!(tv, 1), ps, &mut yv);
+            fma4::<W, F>(l!(ts, 3), pv, &mut ys);
+            fma4::<W, F>(l!(ts, 2), ps, &mut ys);
+        }
+        fma4::<W, F>(l!(ts, 1), yv, &mut ys);
+        (z[iv], z[mm + iv], w[iv], w[mm + iv]) = (yv[0], yv[1], yv[2], yv[3]);
+        (z[is], z[mm + is], w[is], w[mm + is]) = (ys[0], ys[1], ys[2], ys[3]);
+        (pv, ps) = (yv, ys);
+    });
+    // Backward, D·Lᵀ·x = y, from the last node: the slope row reaches the next node's
+    // slope and value, the value row also its own slope. Each row is final here, so z
+    // and w are made as it is stored. (nv, ns): the next node's rows.
+    let (mut nv, mut ns) = ([L::zero(); 4], [L::zero(); 4]);
+    each_node!(NN, n, rev k => {
+        let (tv, ts, iv, is) = (2 * k, 2 * k + 1, k, n + k);
+        let (dv, ds) = (inv_d[tv].lanes(), inv_d[ts].lanes());
+        let mut xv = [z[iv] * dv, z[mm + iv] * dv, w[iv] * dv, w[mm + iv] * dv];
+        let mut xs = [z[is] * ds, z[mm + is] * ds, w[is] * ds, w[mm + is] * ds];
+        if k + 1 < n {
+            fma4::<W, F>(l!(ts + 2, 2), ns, &mut xs);
+            fma4::<W, F>(l!(ts + 1, 1), nv, &mut xs);
+            fma4::<W, F>(l!(tv + 3, 3), ns, &mut xv);
+            fma4::<W, F>(l!(tv + 2, 2), nv, &mut xv);
+        }
+        fma4::<W, F>(l!(tv + 1, 1), xs, &mut xv);
+        for (x, i) in [(xv, iv), (xs, is)] {
+            let (zx, zy) = (c_gq.mul_add::<F>(x[2], x[0]), c_gq.mul_add::<F>(x[3], x[1]));
+            z[i] = share.mul_add::<F>(v[i], zx);
+            z[mm + i] = share.mul_add::<F>(v[mm + i], zy);
+            w[i] = x[2] * 2.0;
+            w[mm + i] = x[3] * 2.0;
+        }
+        (nv, ns) = (xv, xs);
+    });
 }
 
-impl<const W: usize, E: Entry<W>> PinvRows<'_, W, E> {
-    /// Every row, R at a time, the rest one by one (each row's sums are the same either
-    /// way: the grouping changes no bits).
-    #[inline(always)]
-    fn all<const F: bool, const R: usize>(&self, z: &mut [L<W>], w: &mut [L<W>]) {
-        let mut i = 0;
-        while i + R <= self.mm {
-            self.rows::<F, R>(i, z, w);
-            i += R;
-        }
-        while i < self.mm {
-            self.rows::<F, 1>(i, z, w);
-            i += 1;
-        }
-    }
-
-    #[inline(always)]
-    fn rows<const F: bool, const R: usize>(&self, i: usize, z: &mut [L<W>], w: &mut [L<W>]) {
-        let mm = self.mm;
-        let (r, gq, v) = (&self.r[..2 * mm], &self.gq[..2 * mm], &self.v[..2 * mm]);
-        let p: [&[E]; R] =
-            std::array::from_fn(|row| &self.p_inv[(i + row) * mm..(i + row + 1) * mm]);
-        let mut acc = [[L::zero(); 4]; R];
-        for j in 0..mm {
-            let (a, b, c, d) = (r[j], r[mm + j], gq[j], gq[mm + j]);
-            for row in 0..R {
-                let pj = p[row][j].lanes();
-                acc[row][0] = pj.mul_add::<F>(a, acc[row][0]);
-                acc[row][1] = pj.mul_add::<F>(b, acc[row][1]);
-                acc[row][2] = pj.mul_add::<F>(c, acc[row][2]);
-                acc[row][3] = pj.mul_add::<F>(d, acc[row][3]);
-            }
-        }
-        for (row, acc) in acc.iter().enumerate() {
-            let ii = i + row;
-            let (zx, zy) = (
-                self.c_gq.mul_add::<F>(acc[2], acc[0]),
-                self.c_gq.mul_add::<F>(acc[3], acc[1]),
-            );
-            z[ii] = self.share.mul_add::<F>(v[ii], zx);
-            z[mm + ii] = self.share.mul_add::<F>(v[mm + ii], zy);
-            w[ii] = acc[2] * 2.0;
-            w[mm + ii] = acc[3] * 2.0;
-        }
+/// y += a·x for four right-hand sides.
+#[inline(always)]
+fn fma4<const W: usize, const F: bool>(a: L<W>, x: [L<W>; 4], y: &mut [L<W>; 4]) {
+    for c in 0..4 {
+        y[c] = a.mul_add::<F>(x[c], y[c]);
     }
 }
 
 /// LDLᵀ factors of an SPD 3×3 matrix (no pivoting needed: C = I + UᵀP⁻¹U), with the
-/// pivots stored inverted: three divisions per factorisation, none per solve.
+/// pivots stored inverted. The pivots are ratios of leading minors (d₁ = D₁,
+/// d₂ = D₂/D₁, d₃ = D₃/D₂), and the minors come from multiply-adds alone (fraction-free
+/// elimination: D₂ = c₁₁c₂₂ − c₁₂², D₁D₃ = D₂(c₁₁c₃₃ − c₁₃²) − (c₁₁c₂₃ − c₁₂c₁₃)²), so
+/// one division, of their product, gives every reciprocal: the divider's latency and
+/// throughput are the kick's scarcest resources. A product past f64's range turns
+/// the factors into NaN (the lane is then flagged), never into a silent zero.
 struct Ldlt3<const W: usize> {
     inv_d: [L<W>; 3],
     l21: L<W>,
@@ -825,18 +869,23 @@ struct Ldlt3<const W: usize> {
 
 impl<const W: usize> Ldlt3<W> {
     #[inline(always)]
-    fn new(c: [[L<W>; 3]; 3]) -> Self {
-        let inv_d1 = L::splat(1.0) / c[0][0];
-        let (l21, l31) = (c[1][0] * inv_d1, c[2][0] * inv_d1);
-        let d2 = c[1][1] - l21 * c[1][0];
-        let inv_d2 = L::splat(1.0) / d2;
-        let l32 = (c[2][1] - l31 * c[1][0]) * inv_d2;
-        let d3 = c[2][2] - l31 * c[2][0] - l32 * l32 * d2;
+    fn new<const F: bool>(c: [[L<W>; 3]; 3]) -> Self {
+        let (c11, c12, c13) = (c[0][0], c[1][0], c[2][0]);
+        let d2_minor = c11.mul_add::<F>(c[1][1], -(c12 * c12));
+        let a23 = c11.mul_add::<F>(c[2][1], -(c12 * c13));
+        let a33 = c11.mul_add::<F>(c[2][2], -(c13 * c13));
+        let d1_d3 = d2_minor.mul_add::<F>(a33, -(a23 * a23));
+        let (d1_d2, prod) = (c11 * d2_minor, c11 * d2_minor * d1_d3);
+        // prod·0 is 0 where prod is finite, NaN where it overflowed.
+        let inv = L::splat(1.0) / prod + prod * 0.0;
+        // 1/D₁ = D₂·(D₁D₃)·inv, D₁/D₂ = D₁²·(D₁D₃)·inv, D₂/D₃ = (D₁D₂)²·inv.
+        let inv_d1 = d2_minor * d1_d3 * inv;
+        let inv_minor2 = c11 * d1_d3 * inv;
         Ldlt3 {
-            inv_d: [inv_d1, inv_d2, L::splat(1.0) / d3],
-            l21,
-            l31,
-            l32,
+            inv_d: [inv_d1, c11 * inv_minor2, d1_d2 * d1_d2 * inv],
+            l21: c12 * inv_d1,
+            l31: c13 * inv_d1,
+            l32: a23 * inv_minor2,
         }
     }
 

@@ -36,13 +36,19 @@ impl<const W: usize> Entry<W> for f64 {
     }
 }
 
-/// The bands of K and G and P⁻¹ of one component block (row-major m×m, m = 2n): the
-/// matrices every leg of a lane shares and the kick reads in full.
+/// The bands of K and G, P's band LDLᵀ and two columns of P⁻¹ of one component block
+/// (m = 2n unknowns): the matrices every leg of a lane shares.
 #[derive(Debug, Clone)]
 pub struct LegMatrices<E> {
     pub bending: Banded<E>,
     pub geometric: Banded<E>,
-    pub p_inv: Vec<E>,
+    /// `BandLdlt::neg_lower`: −L(t, t − k) at 3 − k, interleaved order.
+    pub p_lower: Vec<[E; 3]>,
+    /// `BandLdlt::inv_d`: 1/D(t).
+    pub p_inv_d: Vec<E>,
+    /// Row i of P⁻¹'s columns n (the base slope, which the servo's column of U reads)
+    /// and n − 1 (the tip's value, friction's column).
+    pub p_cols: Vec<[E; 2]>,
 }
 
 impl<const W: usize> LegMatrices<L<W>> {
@@ -50,8 +56,23 @@ impl<const W: usize> LegMatrices<L<W>> {
         LegMatrices {
             bending: Banded::new(&r.map(|x| &x.matrices.bending), n),
             geometric: Banded::new(&r.map(|x| &x.matrices.geometric), n),
-            p_inv: (0..4 * n * n)
-                .map(|e| L(std::array::from_fn(|j| r[j].matrices.p_inv.a[e])))
+            p_lower: (0..2 * n)
+                .map(|t| {
+                    std::array::from_fn(|k| {
+                        L(std::array::from_fn(|j| {
+                            r[j].matrices.p_factor.neg_lower[t][k]
+                        }))
+                    })
+                })
+                .collect(),
+            p_inv_d: (0..2 * n)
+                .map(|t| L(std::array::from_fn(|j| r[j].matrices.p_factor.inv_d[t])))
+                .collect(),
+            p_cols: (0..2 * n)
+                .map(|i| {
+                    [n, n - 1]
+                        .map(|col| L(std::array::from_fn(|j| r[j].matrices.p_inv.get(i, col))))
+                })
                 .collect(),
         }
     }
@@ -67,14 +88,27 @@ impl<const W: usize> LegMatrices<L<W>> {
                 coef: b.coef.iter().map(|row| row.map(|x| x.0[0])).collect(),
             })
         };
+        let rows = |v: &[L<W>]| {
+            v.iter()
+                .all(same)
+                .then(|| v.iter().map(|x| x.0[0]).collect())
+        };
         Some(LegMatrices {
             bending: band(&self.bending)?,
             geometric: band(&self.geometric)?,
-            p_inv: self
-                .p_inv
+            p_lower: self
+                .p_lower
                 .iter()
+                .flatten()
                 .all(same)
-                .then(|| self.p_inv.iter().map(|x| x.0[0]).collect())?,
+                .then(|| self.p_lower.iter().map(|row| row.map(|x| x.0[0])).collect())?,
+            p_inv_d: rows(&self.p_inv_d)?,
+            p_cols: self
+                .p_cols
+                .iter()
+                .flatten()
+                .all(same)
+                .then(|| self.p_cols.iter().map(|row| row.map(|x| x.0[0])).collect())?,
         })
     }
 }
@@ -338,7 +372,8 @@ mod tests {
             .shared
             .as_ref()
             .expect("gains alone leave the matrices alike");
-        assert_eq!(shared.p_inv, a.matrices.p_inv.a);
+        assert_eq!(shared.p_inv_d, a.matrices.p_factor.inv_d);
+        assert_eq!(shared.p_lower, a.matrices.p_factor.neg_lower);
         // Each shared entry is every lane's entry, bit for bit.
         let every_lane = |x: f64, l: &L<4>| l.0.iter().all(|y| y.to_bits() == x.to_bits());
         for (mine, lanes) in [
@@ -350,10 +385,15 @@ mod tests {
                 pairs.clone().count() == 60 && pairs.into_iter().all(|(&x, l)| every_lane(x, l))
             );
         }
+        let cols = shared.p_cols.iter().flatten();
+        assert!(cols
+            .zip(same.matrices.p_cols.iter().flatten())
+            .all(|(&x, l)| every_lane(x, l)));
         assert!(shared
-            .p_inv
+            .p_lower
             .iter()
-            .zip(&same.matrices.p_inv)
+            .flatten()
+            .zip(same.matrices.p_lower.iter().flatten())
             .all(|(&x, l)| every_lane(x, l)));
         assert!(BlockModel::<4>::new(&[&a, &c]).shared.is_none());
     }
