@@ -965,3 +965,87 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     }
     st.steps += L::splat(1.0);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::integrate::record::InstanceRecord;
+    use crate::model::Robot;
+    use crate::params::Params;
+
+    /// The kick's band solve, written out for five nodes and as the generic loop,
+    /// against the dense P⁻¹ of the same record: z = a·v + P⁻¹r + c·P⁻¹Gq and
+    /// w = 2P⁻¹Gq to round-off.
+    #[test]
+    fn the_band_solve_is_the_dense_inverse() {
+        for (n, o) in [(5, "k_p=3"), (5, "rho=1.3"), (7, "zeta=0.5"), (2, "k_m=40")] {
+            let mut p = Params::default();
+            p.apply_override(o).unwrap();
+            p.n_nodes = n;
+            let rec = InstanceRecord::new(&Robot::new(&p), 2e-4, 0.5);
+            let m = BlockModel::<1>::new(&[&rec]);
+            let mm = 2 * n;
+            let f = |s: f64| -> Vec<L<1>> {
+                (0..2 * mm)
+                    .map(|k| L([((k * 7 + 3) % 11) as f64 * s - 2.0]))
+                    .collect()
+            };
+            let (r, gq, v) = (f(0.3), f(-1.1), f(0.05));
+            let (c, a) = (0.7, 0.9);
+            let dense = |x: &[L<1>], o: usize, i: usize| -> f64 {
+                (0..mm)
+                    .map(|j| rec.matrices.p_inv.get(i, j) * x[o + j].0[0])
+                    .sum()
+            };
+            let mut runs = Vec::new();
+            for nn in [0, 5].into_iter().filter(|&nn| nn == 0 || nn == n) {
+                let (mut z, mut w) = (vec![L::zero(); 2 * mm], vec![L::zero(); 2 * mm]);
+                let args = (L([c]), L([a]));
+                match nn {
+                    5 => p_solve::<1, true, 5, L<1>>(
+                        &m.matrices,
+                        n,
+                        &r,
+                        &gq,
+                        &v,
+                        args.0,
+                        args.1,
+                        &mut z,
+                        &mut w,
+                    ),
+                    _ => p_solve::<1, true, 0, L<1>>(
+                        &m.matrices,
+                        n,
+                        &r,
+                        &gq,
+                        &v,
+                        args.0,
+                        args.1,
+                        &mut z,
+                        &mut w,
+                    ),
+                }
+                runs.push((nn, z, w));
+            }
+            for (nn, z, w) in runs {
+                for o in [0, mm] {
+                    for i in 0..mm {
+                        let (pr, pg) = (dense(&r, o, i), dense(&gq, o, i));
+                        let (zi, wi) = (a * v[o + i].0[0] + pr + c * pg, 2.0 * pg);
+                        let tol = 1e-12 * (pr.abs() + pg.abs() + 1.0);
+                        assert!(
+                            (z[o + i].0[0] - zi).abs() <= tol,
+                            "n={n} NN={nn} z[{}]",
+                            o + i
+                        );
+                        assert!(
+                            (w[o + i].0[0] - wi).abs() <= tol,
+                            "n={n} NN={nn} w[{}]",
+                            o + i
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
