@@ -1000,31 +1000,12 @@ mod tests {
             let mut runs = Vec::new();
             for nn in [0, 5].into_iter().filter(|&nn| nn == 0 || nn == n) {
                 let (mut z, mut w) = (vec![L::zero(); 2 * mm], vec![L::zero(); 2 * mm]);
-                let args = (L([c]), L([a]));
-                match nn {
-                    5 => p_solve::<1, true, 5, L<1>>(
-                        &m.matrices,
-                        n,
-                        &r,
-                        &gq,
-                        &v,
-                        args.0,
-                        args.1,
-                        &mut z,
-                        &mut w,
-                    ),
-                    _ => p_solve::<1, true, 0, L<1>>(
-                        &m.matrices,
-                        n,
-                        &r,
-                        &gq,
-                        &v,
-                        args.0,
-                        args.1,
-                        &mut z,
-                        &mut w,
-                    ),
-                }
+                let solve = match nn {
+                    5 => p_solve::<1, true, 5, L<1>>,
+                    _ => p_solve::<1, true, 0, L<1>>,
+                };
+                let (cl, al) = (L([c]), L([a]));
+                solve(&m.matrices, n, &r, &gq, &v, cl, al, &mut z, &mut w);
                 runs.push((nn, z, w));
             }
             for (nn, z, w) in runs {
