@@ -15,7 +15,7 @@
 //! the node loops of the solves are written out per node (`each_node!`) where the
 //! node count is known, and the 3×3 factorisation takes one division.
 
-use super::model::{band, Banded, BlockModel, CoupleBand, Entry, LegMatrices};
+use super::model::{band, band_present, Banded, BlockModel, CoupleBand, Entry, LegMatrices};
 use super::simd::{dot, L};
 use crate::params::MAX_NODES;
 
@@ -149,12 +149,10 @@ fn banded_pass<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
             let (qx, qy, vx, vy) = (q[c[t]], q[mm + c[t]], v[c[t]], v[mm + c[t]]);
             for r in 0..2 {
                 let (a, b) = (rg[r][t].lanes(), rk[r][t].lanes());
-                s[r][0] = a.mul_add::<F>(qx, s[r][0]);
-                s[r][1] = a.mul_add::<F>(qy, s[r][1]);
-                s[r][2] = b.mul_add::<F>(qx, s[r][2]);
-                s[r][3] = b.mul_add::<F>(qy, s[r][3]);
-                s[r][4] = a.mul_add::<F>(vx, s[r][4]);
-                s[r][5] = a.mul_add::<F>(vy, s[r][5]);
+                let terms = [(a, qx), (a, qy), (b, qx), (b, qy), (a, vx), (a, vy)];
+                for (sum, (c, x)) in s[r].iter_mut().zip(terms) {
+                    *sum = product_sum::<W, F>(t == 0, c, x, *sum);
+                }
             }
         }
         for (r, &i) in rows.iter().enumerate() {
@@ -179,7 +177,7 @@ fn banded_pass<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
 /// Rows `node` and n + `node` of A (their six columns are the same) against both
 /// component blocks of x: [[row node: X, Y], [row n + node: X, Y]].
 #[inline(always)]
-fn node_rows<const W: usize, const F: bool, E: Entry<W>>(
+fn node_rows<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     a: &Banded<E>,
     n: usize,
     x: &[L<W>],
@@ -188,16 +186,34 @@ fn node_rows<const W: usize, const F: bool, E: Entry<W>>(
     let mm = 2 * n;
     let c = band(n, node);
     let ra = [&a.coef[node], &a.coef[n + node]];
+    // Where the node is a constant, the columns an end node lacks are skipped.
+    let present = band_present(n, node);
+    let skip = |t: usize| NN > 0 && !present[t];
+    let first = if skip(0) { 1 } else { 0 };
     let mut s = [[L::zero(); 2]; 2];
     for t in 0..6 {
+        if skip(t) {
+            continue;
+        }
         let (xx, xy) = (x[c[t]], x[mm + c[t]]);
         for r in 0..2 {
             let e = ra[r][t].lanes();
-            s[r][0] = e.mul_add::<F>(xx, s[r][0]);
-            s[r][1] = e.mul_add::<F>(xy, s[r][1]);
+            s[r][0] = product_sum::<W, F>(t == first, e, xx, s[r][0]);
+            s[r][1] = product_sum::<W, F>(t == first, e, xy, s[r][1]);
         }
     }
     s
+}
+
+/// a·x + sum, or a·x alone for the first term of a sum (a multiply where the sum would
+/// start from zero: the same value, one instruction less).
+#[inline(always)]
+fn product_sum<const W: usize, const F: bool>(first: bool, a: L<W>, x: L<W>, sum: L<W>) -> L<W> {
+    if first {
+        a * x
+    } else {
+        a.mul_add::<F>(x, sum)
+    }
 }
 
 /// y = A x for both component blocks of a leg (x, y: 4n entries; 2n rows per block, six
@@ -212,7 +228,7 @@ fn banded_mul<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let mm = 2 * n;
     let (x, y) = (&x[..2 * mm], &mut y[..2 * mm]);
     each_node!(NN, n, node => {
-        let s = node_rows::<W, F, E>(a, n, x, node);
+        let s = node_rows::<W, F, NN, E>(a, n, x, node);
         for (r, i) in [node, n + node].into_iter().enumerate() {
             y[i] = s[r][0];
             y[mm + i] = s[r][1];
@@ -231,7 +247,7 @@ fn banded_quad<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let x = &x[..2 * mm];
     let mut form = [L::zero(); 2];
     each_node!(NN, n, node => {
-        let s = node_rows::<W, F, E>(a, n, x, node);
+        let s = node_rows::<W, F, NN, E>(a, n, x, node);
         for (r, i) in [node, n + node].into_iter().enumerate() {
             form[r] = x[i].mul_add::<F>(s[r][0], x[mm + i].mul_add::<F>(s[r][1], form[r]));
         }
@@ -679,18 +695,22 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
-    let (a2b, a2d, a3x, a3y) = (a2 * gb, a2 * gd, a3 * tx, a3 * ty);
+    let (n_a1, n_a2b, n_a2d) = (-a1, -(a2 * gb), -(a2 * gd));
+    let (n_a3x, n_a3y) = (-(a3 * tx), -(a3 * ty));
     // On flat ground tx = 0 in every lane: its terms are exact zeros, and the loop
     // without them is the one that runs (the branch is outside the loop).
     macro_rules! solve_update {
         ($sloped:literal) => {
             for i in 0..mm {
                 let [pb, pt] = pi(i);
-                v[i] = z[i] - a1 * w[i] - a2b * pb;
-                if $sloped {
-                    v[i] -= a3x * pt;
-                }
-                v[mm + i] = z[mm + i] - a1 * w[mm + i] - a2d * pb - a3y * pt;
+                let vx = n_a2b.mul_add::<F>(pb, n_a1.mul_add::<F>(w[i], z[i]));
+                v[i] = if $sloped {
+                    n_a3x.mul_add::<F>(pt, vx)
+                } else {
+                    vx
+                };
+                let vy = n_a2d.mul_add::<F>(pb, n_a1.mul_add::<F>(w[mm + i], z[mm + i]));
+                v[mm + i] = n_a3y.mul_add::<F>(pt, vy);
             }
         };
     }
