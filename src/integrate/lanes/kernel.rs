@@ -206,7 +206,7 @@ fn node_rows<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
 }
 
 /// a·x + sum, or a·x alone for the first term of a sum (a multiply where the sum would
-/// start from zero: the same value, one instruction less).
+/// start from zero: the same value up to the sign of a zero, one instruction less).
 #[inline(always)]
 fn product_sum<const W: usize, const F: bool>(first: bool, a: L<W>, x: L<W>, sum: L<W>) -> L<W> {
     if first {
