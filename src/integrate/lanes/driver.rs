@@ -13,7 +13,7 @@ use super::isa::Isa;
 use super::kernel::{BlockState, Scratch};
 use super::model::BlockModel;
 use super::readout::Readout;
-use super::simd::L;
+use super::simd::{Lanes, L};
 use crate::integrate::record::InstanceRecord;
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
@@ -275,8 +275,8 @@ fn block_state<const W: usize>(starts: &[LaneState]) -> BlockState<W> {
     let column = |x: &dyn Fn(&LaneState) -> f64| L(std::array::from_fn(|j| x(lane(j))));
     let nq = starts[0].q.len();
     BlockState {
-        q: (0..nq).map(|k| column(&|s| s.q[k])).collect(),
-        v: (0..nq).map(|k| column(&|s| s.v[k])).collect(),
+        q: Lanes::from_fn(nq, |k| column(&|s| s.q[k])),
+        v: Lanes::from_fn(nq, |k| column(&|s| s.v[k])),
         steps: column(&|s| s.steps as f64),
         work: column(&|s| s.work),
         work_axo: column(&|s| s.work_axo),

@@ -1,7 +1,8 @@
-//! Which vector unit runs the lane kernel, picked at run time. This is the only
-//! `unsafe` of the CPU engine: calling a `#[target_feature]` function is sound only
-//! on a CPU that has the feature, which [`Isa`]'s constructors check (an `Isa` value
-//! other than `Portable` exists only where its features were detected).
+//! Which vector unit runs the lane kernel, picked at run time. One of the CPU engine's
+//! two `unsafe` (the other: `simd::Lanes`' slice view of its aligned lines): calling a
+//! `#[target_feature]` function is sound only on a CPU that has the feature, which
+//! [`Isa`]'s constructors check (an `Isa` value other than `Portable` exists only where
+//! its features were detected).
 
 use super::kernel::{self, BlockState, Scratch};
 use super::model::BlockModel;

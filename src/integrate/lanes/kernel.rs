@@ -15,8 +15,10 @@
 //! the node loops of the solves are written out per node (`each_node!`) where the
 //! node count is known, and the 3×3 factorisation takes one division.
 
-use super::model::{band, band_present, Banded, BlockModel, CoupleBand, Entry, LegMatrices};
-use super::simd::{dot, L};
+use super::model::{
+    band, band_present, Banded, BlockModel, CoupleBand, Entry, LegMatrices, NodeForm,
+};
+use super::simd::{dot, Lanes, L};
 use crate::params::MAX_NODES;
 
 const LEG_MAX: usize = 4 * MAX_NODES;
@@ -60,8 +62,8 @@ fn nodes<const W: usize, const NN: usize>(m: &BlockModel<W>) -> usize {
 /// the robot's layout (`model::robot`): leg i's 4n unknowns, then (X_b, Y_b, θ).
 #[derive(Debug, Clone)]
 pub struct BlockState<const W: usize> {
-    pub q: Vec<L<W>>,
-    pub v: Vec<L<W>>,
+    pub q: Lanes<W>,
+    pub v: Lanes<W>,
     /// Steps taken (a whole number): the time is steps·h, exactly as the GPU's.
     pub steps: L<W>,
     /// The servos' work and the internal couples' work.
@@ -73,10 +75,8 @@ impl<const W: usize> BlockState<W> {
     /// Every lane at rest at t = 0 in the given positions (lane j: `q0(j)`).
     pub fn at_rest(nq: usize, q0: impl Fn(usize, usize) -> f64) -> Self {
         BlockState {
-            q: (0..nq)
-                .map(|k| L(std::array::from_fn(|j| q0(j, k))))
-                .collect(),
-            v: vec![L::zero(); nq],
+            q: Lanes::from_fn(nq, |k| L(std::array::from_fn(|j| q0(j, k)))),
+            v: Lanes::from_fn(nq, |_| L::zero()),
             steps: L::zero(),
             work: L::zero(),
             work_axo: L::zero(),
@@ -85,7 +85,10 @@ impl<const W: usize> BlockState<W> {
 }
 
 /// Per-step work space, allocated once per block (nothing is zeroed per step).
+/// Aligned to a cache line with the leg arrays first (each a whole number of lines
+/// long at every width), so that no lane vector of them straddles two lines.
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub struct Scratch<const W: usize> {
     gq: [L<W>; LEG_MAX],
     tmp: [L<W>; LEG_MAX],
@@ -115,12 +118,12 @@ impl<const W: usize> Scratch<W> {
     }
 }
 
-/// The kick's pass over a leg's band: Gq and Kq for both component blocks, with the
-/// quadratic forms [qᵀGq, vᵀGq, vᵀGv] summed on the way (Gv itself is not kept).
-///
-/// Rows k and n + k (value and slope equations of node k) have the same six columns
-/// (`band`), so they go together: each operand is loaded once for twelve products, and
-/// twelve independent sums hide the multiply-add latency.
+/// The kick's pass over a leg's band: Gq, and the impulse h_km·Kq + weight into r, for
+/// both component blocks (the weight acts on X only), with the quadratic forms
+/// [qᵀGq, vᵀGq] summed on the way. Node by node (`node_rows`), each q entry loaded once
+/// for both matrices. A loop even where n is a constant: written out, the compiler
+/// loads every node's coefficients first and spills them (measured in
+/// docs/benchmarks.md).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn banded_pass<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
@@ -130,48 +133,81 @@ fn banded_pass<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     q: &[L<W>],
     v: &[L<W>],
     gq: &mut [L<W>],
-    kq: &mut [L<W>],
-) -> [L<W>; 3] {
+    (r, h_km, weight): (&mut [L<W>], L<W>, &[L<W>]),
+) -> [L<W>; 2] {
     let mm = 2 * n;
-    let (q, v) = (&q[..2 * mm], &v[..2 * mm]);
-    let (gq, kq) = (&mut gq[..2 * mm], &mut kq[..2 * mm]);
-    let mut forms = [L::zero(); 6];
-    for node in 0..n {
-        let c = band(n, node);
-        let rows = [node, n + node];
-        let (rg, rk) = (
-            [&g.coef[rows[0]], &g.coef[rows[1]]],
-            [&k.coef[rows[0]], &k.coef[rows[1]]],
-        );
-        // Per row: Gq (X, Y), Kq (X, Y), Gv (X, Y).
-        let mut s = [[L::zero(); 6]; 2];
-        for t in 0..6 {
-            let (qx, qy, vx, vy) = (q[c[t]], q[mm + c[t]], v[c[t]], v[mm + c[t]]);
-            for r in 0..2 {
-                let (a, b) = (rg[r][t].lanes(), rk[r][t].lanes());
-                let terms = [(a, qx), (a, qy), (b, qx), (b, qy), (a, vx), (a, vy)];
-                for (sum, (c, x)) in s[r].iter_mut().zip(terms) {
-                    *sum = product_sum::<W, F>(t == 0, c, x, *sum);
+    let (q, v, weight) = (&q[..2 * mm], &v[..2 * mm], &weight[..mm]);
+    let (gq, r) = (&mut gq[..2 * mm], &mut r[..2 * mm]);
+    // Named sums (qᵀGq and vᵀGq of the value and the slope rows): an array indexed in
+    // the loop would stay in memory.
+    let (mut qg_v, mut vg_v, mut qg_s, mut vg_s) = (L::zero(), L::zero(), L::zero(), L::zero());
+    each_node!(NN, n, node => {
+        let sg = node_rows::<W, F, NN, E>(g, n, q, node);
+        let sk = node_rows::<W, F, NN, E>(k, n, q, node);
+        macro_rules! row {
+            ($r:literal, $i:expr, $qg:ident, $vg:ident) => {
+                let i = $i;
+                let [gx, gy] = sg[$r];
+                gq[i] = gx;
+                gq[mm + i] = gy;
+                r[i] = h_km.mul_add::<F>(sk[$r][0], weight[i]);
+                r[mm + i] = h_km * sk[$r][1];
+                $qg = q[i].mul_add::<F>(gx, q[mm + i].mul_add::<F>(gy, $qg));
+                $vg = v[i].mul_add::<F>(gx, v[mm + i].mul_add::<F>(gy, $vg));
+            };
+        }
+        row!(0, node, qg_v, vg_v);
+        row!(1, n + node, qg_s, vg_s);
+        // Written out, the compiler would load every node's operands first and spill
+        // them; a compiler fence keeps each node's loads after the previous node's work.
+        if NN > 0 {
+            std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    [qg_v + qg_s, vg_v + vg_s]
+}
+
+/// xᵀAx over both component blocks of a leg, from A's [`NodeForm`]: nine products
+/// per node and component (twelve and two by the band's rows), in four sums.
+#[inline(always)]
+fn node_form_quad<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
+    a: &NodeForm<E>,
+    n: usize,
+    x: &[L<W>],
+) -> L<W> {
+    let mm = 2 * n;
+    let (x, coef) = (&x[..2 * mm], &a.coef[..n]);
+    // Named sums (value and slope rows, X and Y), not an array indexed in a loop: such
+    // an array stays in memory, and every node's sums would wait on a store and a load.
+    let (mut vx, mut sx, mut vy, mut sy) = (L::zero(), L::zero(), L::zero(), L::zero());
+    each_node!(NN, n, k => {
+        // Entry j of node k (a macro: `array::map` or a closure is not always inlined,
+        // and a call loses the kernel's target features).
+        macro_rules! c {
+            ($j:literal) => {
+                coef[k][$j].lanes()
+            };
+        }
+        // Node k's two products of component block `o` into the sums (v, s).
+        macro_rules! component {
+            ($o:expr, $v:ident, $s:ident) => {
+                let o = $o;
+                let (xv, xs) = (x[o + k], x[o + n + k]);
+                let mut row_v = c!(2).mul_add::<F>(xs, c!(0) * xv);
+                let mut row_s = c!(1) * xs;
+                if k + 1 < n {
+                    let (nv, ns) = (x[o + k + 1], x[o + n + k + 1]);
+                    row_v = c!(4).mul_add::<F>(ns, c!(3).mul_add::<F>(nv, row_v));
+                    row_s = c!(6).mul_add::<F>(ns, c!(5).mul_add::<F>(nv, row_s));
                 }
-            }
+                $v = xv.mul_add::<F>(row_v, $v);
+                $s = xs.mul_add::<F>(row_s, $s);
+            };
         }
-        for (r, &i) in rows.iter().enumerate() {
-            let [gx, gy, kx, ky, vgx, vgy] = s[r];
-            gq[i] = gx;
-            gq[mm + i] = gy;
-            kq[i] = kx;
-            kq[mm + i] = ky;
-            let o = 3 * r;
-            forms[o] = q[i].mul_add::<F>(gx, q[mm + i].mul_add::<F>(gy, forms[o]));
-            forms[o + 1] = v[i].mul_add::<F>(gx, v[mm + i].mul_add::<F>(gy, forms[o + 1]));
-            forms[o + 2] = v[i].mul_add::<F>(vgx, v[mm + i].mul_add::<F>(vgy, forms[o + 2]));
-        }
-    }
-    [
-        forms[0] + forms[3],
-        forms[1] + forms[4],
-        forms[2] + forms[5],
-    ]
+        component!(0, vx, sx);
+        component!(mm, vy, sy);
+    });
+    (vx + sx) + (vy + sy)
 }
 
 /// Rows `node` and n + `node` of A (their six columns are the same) against both
@@ -190,19 +226,22 @@ fn node_rows<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let present = band_present(n, node);
     let skip = |t: usize| NN > 0 && !present[t];
     let first = if skip(0) { 1 } else { 0 };
-    let mut s = [[L::zero(); 2]; 2];
+    // Four named sums, not an array indexed in the loop: the array stayed in memory,
+    // each sum rebuilt from pieces on every product.
+    let (mut vx, mut vy, mut sx, mut sy) = (L::zero(), L::zero(), L::zero(), L::zero());
     for t in 0..6 {
         if skip(t) {
             continue;
         }
         let (xx, xy) = (x[c[t]], x[mm + c[t]]);
-        for r in 0..2 {
-            let e = ra[r][t].lanes();
-            s[r][0] = product_sum::<W, F>(t == first, e, xx, s[r][0]);
-            s[r][1] = product_sum::<W, F>(t == first, e, xy, s[r][1]);
-        }
+        let (ev, es) = (ra[0][t].lanes(), ra[1][t].lanes());
+        let f = t == first;
+        vx = product_sum::<W, F>(f, ev, xx, vx);
+        vy = product_sum::<W, F>(f, ev, xy, vy);
+        sx = product_sum::<W, F>(f, es, xx, sx);
+        sy = product_sum::<W, F>(f, es, xy, sy);
     }
-    s
+    [[vx, vy], [sx, sy]]
 }
 
 /// a·x + sum, or a·x alone for the first term of a sum (a multiply where the sum would
@@ -234,25 +273,6 @@ fn banded_mul<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
             y[mm + i] = s[r][1];
         }
     });
-}
-
-/// xᵀAx over both component blocks, A banded (rows paired as in [`banded_mul`]).
-#[inline(always)]
-fn banded_quad<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
-    a: &Banded<E>,
-    n: usize,
-    x: &[L<W>],
-) -> L<W> {
-    let mm = 2 * n;
-    let x = &x[..2 * mm];
-    let mut form = [L::zero(); 2];
-    each_node!(NN, n, node => {
-        let s = node_rows::<W, F, NN, E>(a, n, x, node);
-        for (r, i) in [node, n + node].into_iter().enumerate() {
-            form[r] = x[i].mul_add::<F>(s[r][0], x[mm + i].mul_add::<F>(s[r][1], form[r]));
-        }
-    });
-    form[0] + form[1]
 }
 
 /// Force on the end `p` of a spring (stiffness k, rest length l0) whose other end is
@@ -360,7 +380,7 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
         load[1] -= f[1];
         load[2] -= (b[0] - body[0]) * f[1] - (b[1] - body[1]) * f[0];
     }
-    let bp = |j: usize| world(body, sc, m.b_points[j]);
+    let bp = |j: usize| world(body, sc, *m.b_points[j]);
     base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
     // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
     to_body(
@@ -617,14 +637,23 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
     let (gq, tmp, r) = (&mut s.gq[..l], &mut s.tmp[..l], &mut s.r[..l]);
     // Constraint terms: Gq (J = 2Gq), V = qᵀGq − ℓ, Jᵀv and vᵀGv, and the bending
-    // K(q − θ'hv) in the same pass where θ' = 0 in every lane (the default); otherwise
-    // the pass's Kq is replaced (θ > 0 is a library setting, not worth a second pass kind).
-    let [qgq, vgq, vgv] = banded_pass::<W, F, NN, E>(&mx.geometric, &mx.bending, n, q, v, gq, r);
+    // impulse −hK_M·K(q − θ'hv) plus the weight's into r, in the same pass where θ' = 0
+    // in every lane (the default); otherwise the pass's r is replaced (θ > 0 is a library
+    // setting, not worth a second pass kind).
+    let h_km = -(m.d.h * m.p.k_m);
+    let weight = &m.weight_impulse[..mm];
+    let [qgq, vgq] =
+        banded_pass::<W, F, NN, E>(&mx.geometric, &mx.bending, n, q, v, gq, (r, h_km, weight));
+    let vgv = node_form_quad::<W, F, NN, E>(&mx.geometric_form, n, v);
     if !m.explicit_bending {
         for k in 0..l {
             tmp[k] = (-m.d.theta_h).mul_add::<F>(v[k], q[k]);
         }
         banded_mul::<W, F, NN, E>(&mx.bending, n, tmp, r);
+        for k in 0..mm {
+            r[k] = h_km.mul_add::<F>(r[k], weight[k]);
+            r[mm + k] = h_km * r[mm + k];
+        }
     }
     let (residual, jv) = (qgq - m.p.leg_length, vgq * 2.0);
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
@@ -636,11 +665,6 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // J enters after the solve too, as c·P⁻¹Gq (a column of the same pass), so the pass
     // over P⁻¹ need not wait for the quadratic forms.
     let c_gq = (m.p.lambda * jv - m.d.h * pen) * 2.0;
-    let h_km = -(m.d.h * m.p.k_m);
-    for k in 0..mm {
-        r[k] = h_km.mul_add::<F>(r[k], m.weight_impulse[k]);
-        r[mm + k] = h_km * r[mm + k];
-    }
     r[0] = m.d.h.mul_add::<F>(base_force[0], r[0]);
     r[2 * n] = m.d.h.mul_add::<F>(base_force[1], r[2 * n]);
     let (b1, d1) = (q[ib], q[id]);
@@ -662,7 +686,9 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     if let Some(couple) = &m.couple {
         qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
     }
-    // z = a·v + P⁻¹r' and w = 2P⁻¹(Gq) = P⁻¹J, with P's band factor; r above lacks c·Gq.
+    // z = a·v + P⁻¹r' and w = P⁻¹Gq = ½P⁻¹J, with P's band factor; r above lacks c·Gq.
+    // (J's factor 2 enters where w is used: scaling by 2 is exact, so the bits are those
+    // of P⁻¹J.)
     let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
     p_solve::<W, F, NN, E>(mx, n, r, gq, v, c_gq, m.d.inertia_share, z, w);
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
@@ -672,20 +698,24 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let [tx, ty] = tip.tangent;
     let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
     let ([p_bb, p_bt], p_tt) = (pi(n), pi(n - 1)[1]);
-    let jw = dot::<W, F>(gq, w) * 2.0;
+    let jw = dot::<W, F>(gq, w) * 4.0;
     let jz = dot::<W, F>(gq, z) * 2.0;
     let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
-    let c12 = s1 * s2 * (gb * w[ib] + gd * w[id]);
+    let c12 = s1 * s2 * ((gb * w[ib] + gd * w[id]) * 2.0);
     // On flat ground t = (0, 1) in every lane (tx's terms are exact zeros, skipped).
     let sloped = m.ground.terrain;
     let (c13, c23, rhs3) = if sloped {
         (
-            s1 * s3 * tx.mul_add::<F>(w[itip], ty * w[ictip]),
+            s1 * s3 * (tx.mul_add::<F>(w[itip], ty * w[ictip]) * 2.0),
             s2 * s3 * gb.mul_add::<F>(tx, gd * ty) * p_bt,
             s3 * tx.mul_add::<F>(z[itip], ty * z[ictip]),
         )
     } else {
-        (s1 * s3 * w[ictip], s2 * s3 * gd * p_bt, s3 * z[ictip])
+        (
+            s1 * s3 * (w[ictip] * 2.0),
+            s2 * s3 * gd * p_bt,
+            s3 * z[ictip],
+        )
     };
     let c22 = (s2 * s2 * (gb * gb + gd * gd)).mul_add::<F>(p_bb, L::splat(1.0));
     let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
@@ -695,7 +725,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
-    let (n_a1, n_a2b, n_a2d) = (-a1, -(a2 * gb), -(a2 * gd));
+    let (n_a1, n_a2b, n_a2d) = (-a1 * 2.0, -(a2 * gb), -(a2 * gd));
     let (n_a3x, n_a3y) = (-(a3 * tx), -(a3 * ty));
     // On flat ground tx = 0 in every lane: its terms are exact zeros, and the loop
     // without them is the one that runs (the branch is outside the loop).
@@ -734,10 +764,10 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // the update and the quadratic form instead of following them.
     let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
     let shift = m.d.half_h2 * s1 / (L::splat(1.0) - e[0]);
-    let s_new = banded_quad::<W, F, NN, E>(&mx.geometric, n, v);
+    let s_new = node_form_quad::<W, F, NN, E>(&mx.geometric_form, n, v);
     let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * vgv));
     let dq = s_new * shift;
-    let (d1, d2, d3) = (e[0] * s1, e[1] * s2, e[2] * s3);
+    let (d1, d2, d3) = (e[0] * s1 * 2.0, e[1] * s2, e[2] * s3);
     let (d2b, d2d, d3x, d3y) = (d2 * gb, d2 * gd, d3 * tx, d3 * ty);
     // The same loop closes the step: the half drift (twice where the next step follows at
     // once: the same two roundings as two passes over the state) and, with a couple, its
@@ -790,7 +820,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     [servo, couple]
 }
 
-/// The kick's solves with P's band LDLᵀ: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = 2P⁻¹Gq.
+/// The kick's solves with P's band LDLᵀ: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = P⁻¹Gq.
 /// The four right-hand sides (r' and Gq, X and Y) go side by side through the
 /// interleaved order, where row t of L reaches back at most three rows: those rows'
 /// solutions are held in registers, and the multiply-add that needs row t − 1 comes last
@@ -858,8 +888,8 @@ fn p_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
             let (zx, zy) = (c_gq.mul_add::<F>(x[2], x[0]), c_gq.mul_add::<F>(x[3], x[1]));
             z[i] = share.mul_add::<F>(v[i], zx);
             z[mm + i] = share.mul_add::<F>(v[mm + i], zy);
-            w[i] = x[2] * 2.0;
-            w[mm + i] = x[3] * 2.0;
+            w[i] = x[2];
+            w[mm + i] = x[3];
         }
         (nv, ns) = (xv, xs);
     });
@@ -993,9 +1023,47 @@ mod tests {
     use crate::model::Robot;
     use crate::params::Params;
 
+    /// vᵀGv from G's node form (each pair of unknowns once, written out for five nodes
+    /// and as the generic loop) against the dense quadratic form over both components,
+    /// for a velocity with every entry in play.
+    #[test]
+    fn the_node_form_is_the_dense_quadratic_form() {
+        for n in [2, 5, 7] {
+            let p = Params {
+                n_nodes: n,
+                ..Params::default()
+            };
+            let rec = InstanceRecord::new(&Robot::new(&p), 2e-4, 0.5);
+            let m = BlockModel::<1>::new(&[&rec]);
+            let mm = 2 * n;
+            let x: Vec<L<1>> = (0..2 * mm)
+                .map(|k| L([((k * 5 + 2) % 13) as f64 * 0.37 - 2.1]))
+                .collect();
+            let plain: Vec<f64> = x.iter().map(|e| e.0[0]).collect();
+            let g = &rec.matrices.geometric;
+            let dense = g.quad(&plain[..mm]) + g.quad(&plain[mm..]);
+            let scale: f64 = (0..mm)
+                .flat_map(|i| (0..mm).map(move |j| (i, j)))
+                .map(|(i, j)| (g.get(i, j) * plain[i] * plain[j]).abs())
+                .sum::<f64>()
+                * 2.0;
+            for nn in [0, 5].into_iter().filter(|&nn| nn == 0 || nn == n) {
+                let quad = match nn {
+                    5 => node_form_quad::<1, true, 5, L<1>>,
+                    _ => node_form_quad::<1, true, 0, L<1>>,
+                };
+                let form = quad(&m.matrices.geometric_form, n, &x).0[0];
+                assert!(
+                    (form - dense).abs() <= 1e-14 * scale,
+                    "n={n} NN={nn}: {form} against {dense}"
+                );
+            }
+        }
+    }
+
     /// The kick's band solve, written out for five nodes and as the generic loop,
     /// against the dense P⁻¹ of the same record: z = a·v + P⁻¹r + c·P⁻¹Gq and
-    /// w = 2P⁻¹Gq to round-off.
+    /// w = P⁻¹Gq to round-off.
     #[test]
     fn the_band_solve_is_the_dense_inverse() {
         for (n, o) in [(5, "k_p=3"), (5, "rho=1.3"), (7, "zeta=0.5"), (2, "k_m=40")] {
@@ -1032,7 +1100,7 @@ mod tests {
                 for o in [0, mm] {
                     for i in 0..mm {
                         let (pr, pg) = (dense(&r, o, i), dense(&gq, o, i));
-                        let (zi, wi) = (a * v[o + i].0[0] + pr + c * pg, 2.0 * pg);
+                        let (zi, wi) = (a * v[o + i].0[0] + pr + c * pg, pg);
                         let tol = 1e-12 * (pr.abs() + pg.abs() + 1.0);
                         assert!(
                             (z[o + i].0[0] - zi).abs() <= tol,

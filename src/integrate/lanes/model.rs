@@ -2,7 +2,7 @@
 //! parameter may differ between lanes. Gathered once per block from the lanes'
 //! instance records (src/integrate/record.rs); the kernel only reads it.
 
-use super::simd::L;
+use super::simd::{Aligned, Lanes, L};
 use crate::integrate::record::{Derived, InstanceRecord, LegConstants};
 use crate::model::hermite::Dense;
 use crate::params::KernelParams;
@@ -42,6 +42,8 @@ impl<const W: usize> Entry<W> for f64 {
 pub struct LegMatrices<E> {
     pub bending: Banded<E>,
     pub geometric: Banded<E>,
+    /// G again, as its quadratic form (vᵀGv) reads it.
+    pub geometric_form: NodeForm<E>,
     /// `BandLdlt::neg_lower`: −L(t, t − k) at 3 − k, interleaved order.
     pub p_lower: Vec<[E; 3]>,
     /// `BandLdlt::inv_d`: 1/D(t).
@@ -56,6 +58,7 @@ impl<const W: usize> LegMatrices<L<W>> {
         LegMatrices {
             bending: Banded::new(&r.map(|x| &x.matrices.bending), n),
             geometric: Banded::new(&r.map(|x| &x.matrices.geometric), n),
+            geometric_form: NodeForm::new(&r.map(|x| &x.matrices.geometric), n),
             p_lower: (0..2 * n)
                 .map(|t| {
                     std::array::from_fn(|k| {
@@ -96,6 +99,17 @@ impl<const W: usize> LegMatrices<L<W>> {
         Some(LegMatrices {
             bending: band(&self.bending)?,
             geometric: band(&self.geometric)?,
+            geometric_form: self
+                .geometric_form
+                .coef
+                .iter()
+                .flatten()
+                .all(same)
+                .then(|| NodeForm {
+                    coef: (self.geometric_form.coef.iter())
+                        .map(|row| row.map(|x| x.0[0]))
+                        .collect(),
+                })?,
             p_lower: self
                 .p_lower
                 .iter()
@@ -180,6 +194,44 @@ impl<const W: usize> CoupleBand<W> {
     }
 }
 
+/// A symmetric Hermite matrix A of one component block as its quadratic form xᵀAx
+/// needs it: each pair of unknowns once. Node k's row holds, for its value v and
+/// slope s and node k + 1's v′ and s′ (zeros at the last node),
+/// [A_vv, A_ss, 2A_vs, 2A_vv′, 2A_vs′, 2A_sv′, 2A_ss′], so that
+/// xᵀAx = Σ_k v(A_vv·v + 2A_vs·s + 2A_vv′·v′ + 2A_vs′·s′) + s(A_ss·s + 2A_sv′·v′ + 2A_ss′·s′):
+/// seven products and two per node where the band's rows take twelve and two.
+#[derive(Debug, Clone)]
+pub struct NodeForm<E> {
+    pub coef: Vec<[E; 7]>,
+}
+
+impl<const W: usize> NodeForm<L<W>> {
+    fn new(lanes: &[&Dense; W], n: usize) -> Self {
+        let coef = (0..n)
+            .map(|k| {
+                let (v, s) = (k, n + k);
+                let pair = |i: usize, j: usize, twice: f64| {
+                    L(std::array::from_fn(|l| twice * lanes[l].get(i, j)))
+                };
+                let own = [pair(v, v, 1.0), pair(s, s, 1.0), pair(v, s, 2.0)];
+                let next = if k + 1 < n {
+                    let (nv, ns) = (k + 1, n + k + 1);
+                    [
+                        pair(v, nv, 2.0),
+                        pair(v, ns, 2.0),
+                        pair(s, nv, 2.0),
+                        pair(s, ns, 2.0),
+                    ]
+                } else {
+                    [L::zero(); 4]
+                };
+                std::array::from_fn(|e| if e < 3 { own[e] } else { next[e - 3] })
+            })
+            .collect();
+        NodeForm { coef }
+    }
+}
+
 impl<const W: usize> Banded<L<W>> {
     fn new(lanes: &[&Dense; W], n: usize) -> Self {
         let coef = (0..2 * n)
@@ -202,27 +254,31 @@ impl<const W: usize> Banded<L<W>> {
 
 /// Constants of one block: W instance records gathered into lanes. Field names follow
 /// the record (src/integrate/record.rs), itself named after `Params` and the model.
+/// The lane vectors the kernel reads come first, from a cache-line boundary: each
+/// starts a line at 8 lanes (a vector across two lines costs two loads).
 #[derive(Debug, Clone)]
+#[repr(C, align(64))]
 pub struct BlockModel<const W: usize> {
-    pub n_legs: usize,
-    pub n_nodes: usize,
     /// The table's kernel parameters and the derived constants, one lane each.
     pub p: KernelParams<L<W>>,
     pub d: Derived<L<W>>,
+    /// Contact points P_1, P_2 in the body frame.
+    pub p_points: [[L<W>; 2]; 2],
+    pub n_legs: usize,
+    pub n_nodes: usize,
     /// Per leg: target rate, servo gain (0 where passive) and its Woodbury scale.
-    pub legs: Vec<LegConstants<L<W>>>,
+    pub legs: Vec<Aligned<LegConstants<L<W>>>>,
     /// K, G and P⁻¹, one value per lane.
     pub matrices: LegMatrices<L<W>>,
     /// The same, once, where every lane has the same (`LegMatrices::shared`).
     pub shared: Option<LegMatrices<f64>>,
     /// h·ρg·load vector of the X component (the only one gravity acts on): the weight's
     /// impulse over one step.
-    pub weight_impulse: Vec<L<W>>,
+    pub weight_impulse: Lanes<W>,
     /// Whether θ' = 0 in every lane (the default): bending at q, in the pass over q.
     pub explicit_bending: bool,
-    /// Body points B_1..B_{N+2} and contact points P_1, P_2 in the body frame.
-    pub b_points: Vec<[L<W>; 2]>,
-    pub p_points: [[L<W>; 2]; 2],
+    /// Body points B_1..B_{N+2} in the body frame.
+    pub b_points: Vec<Aligned<[L<W>; 2]>>,
     /// The internal couple's B_c, B_s where a lane has a couple (lanes without it hold
     /// zeros and add exact zeros); `None` where no lane has one, and the kick skips it.
     pub couple: Option<[CoupleBand<W>; 2]>,
@@ -255,12 +311,13 @@ impl<const W: usize> BlockModel<W> {
         let m = 2 * n_nodes;
         let p = KernelParams::gather(&r.map(|x| x.params), per);
         let d = Derived::gather(&r.map(|x| x.derived), per);
-        let legs: Vec<LegConstants<L<W>>> = (0..n_legs)
-            .map(|i| LegConstants::gather(&r.map(|x| x.legs[i]), per))
+        let legs: Vec<_> = (0..n_legs)
+            .map(|i| Aligned(LegConstants::gather(&r.map(|x| x.legs[i]), per)))
             .collect();
         let b_points = std::iter::once([d.b_first_x, d.b_first_y])
             .chain(legs.iter().map(|l| [l.b_point_x, l.b_point_y]))
             .chain(std::iter::once([d.b_last_x, d.b_last_y]))
+            .map(Aligned)
             .collect();
         let couple = r.iter().any(|x| x.has_couple()).then(|| {
             let zero = Dense {
@@ -295,11 +352,9 @@ impl<const W: usize> BlockModel<W> {
             n_nodes,
             shared: matrices.shared(),
             matrices,
-            weight_impulse: (0..m)
-                .map(|k| {
-                    per(&|j| r[j].h() * r[j].params.rho * r[j].params.g * r[j].matrices.load[k])
-                })
-                .collect(),
+            weight_impulse: Lanes::from_fn(m, |k| {
+                per(&|j| r[j].h() * r[j].params.rho * r[j].params.g * r[j].matrices.load[k])
+            }),
             explicit_bending: d.theta_h.0.iter().all(|&x| x == 0.0),
             b_points,
             p_points: [[d.p_first_x, d.p_first_y], [d.p_second_x, d.p_second_y]],
@@ -385,6 +440,10 @@ mod tests {
                 pairs.clone().count() == 60 && pairs.into_iter().all(|(&x, l)| every_lane(x, l))
             );
         }
+        let form = shared.geometric_form.coef.iter().flatten();
+        assert!(form
+            .zip(same.matrices.geometric_form.coef.iter().flatten())
+            .all(|(&x, l)| every_lane(x, l)));
         let cols = shared.p_cols.iter().flatten();
         assert!(cols
             .zip(same.matrices.p_cols.iter().flatten())
