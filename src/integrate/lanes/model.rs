@@ -85,46 +85,39 @@ impl<const W: usize> LegMatrices<L<W>> {
     /// reads them broadcasts each entry: the same values, in an eighth of the memory
     /// at 8 lanes, and a block's working set then fits in L1.
     fn shared(&self) -> Option<LegMatrices<f64>> {
-        let same = |x: &L<W>| x.0.iter().all(|y| y.to_bits() == x.0[0].to_bits());
-        let band = |b: &Banded<L<W>>| {
-            b.coef.iter().flatten().all(same).then(|| Banded {
-                coef: b.coef.iter().map(|row| row.map(|x| x.0[0])).collect(),
-            })
-        };
         let rows = |v: &[L<W>]| {
             v.iter()
-                .all(same)
+                .all(same_in_every_lane)
                 .then(|| v.iter().map(|x| x.0[0]).collect())
         };
         Some(LegMatrices {
-            bending: band(&self.bending)?,
-            geometric: band(&self.geometric)?,
-            geometric_form: self
-                .geometric_form
-                .coef
-                .iter()
-                .flatten()
-                .all(same)
-                .then(|| NodeForm {
-                    coef: (self.geometric_form.coef.iter())
-                        .map(|row| row.map(|x| x.0[0]))
-                        .collect(),
-                })?,
-            p_lower: self
-                .p_lower
-                .iter()
-                .flatten()
-                .all(same)
-                .then(|| self.p_lower.iter().map(|row| row.map(|x| x.0[0])).collect())?,
+            bending: Banded {
+                coef: shared_rows(&self.bending.coef)?,
+            },
+            geometric: Banded {
+                coef: shared_rows(&self.geometric.coef)?,
+            },
+            geometric_form: NodeForm {
+                coef: shared_rows(&self.geometric_form.coef)?,
+            },
+            p_lower: shared_rows(&self.p_lower)?,
             p_inv_d: rows(&self.p_inv_d)?,
-            p_cols: self
-                .p_cols
-                .iter()
-                .flatten()
-                .all(same)
-                .then(|| self.p_cols.iter().map(|row| row.map(|x| x.0[0])).collect())?,
+            p_cols: shared_rows(&self.p_cols)?,
         })
     }
+}
+
+/// Whether every lane of x holds the same bits.
+fn same_in_every_lane<const W: usize>(x: &L<W>) -> bool {
+    x.0.iter().all(|y| y.to_bits() == x.0[0].to_bits())
+}
+
+/// Rows of K entries, once, where every lane holds each entry bit for bit.
+fn shared_rows<const W: usize, const K: usize>(rows: &[[L<W>; K]]) -> Option<Vec<[f64; K]>> {
+    rows.iter()
+        .flatten()
+        .all(same_in_every_lane)
+        .then(|| rows.iter().map(|row| row.map(|x| x.0[0])).collect())
 }
 
 /// The six columns of row i of a component block (nodes k−1, k, k+1 of the value
