@@ -352,12 +352,9 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
     let (n, l) = (m.n_legs, 4 * nn);
     let o = n * l;
     let body = [q[o], q[o + 1], q[o + 2]];
-    let mut sc = [L::zero(); 2];
-    for j in 0..W {
-        let (s, c) = body[2].0[j].sin_cos();
-        sc[0].0[j] = s;
-        sc[1].0[j] = c;
-    }
+    // In lanes (`trig`, within 2⁻⁵¹ of libm's sincos, which `model::body` calls).
+    let (sin, cos) = super::trig::sin_cos::<W, F>(body[2]);
+    let sc = [sin, cos];
     let base = |i: usize| [q[i * l], q[i * l + 2 * nn]];
     let mut load = [L::zero(); 3];
     // A spring from leg base `leg` to body point `bp`: force on the base, reaction
@@ -660,10 +657,11 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let pen = (m.p.lambda * 2.0 + m.d.lambda_2etamu * m.d.h) * vgv + m.d.lambda_eta2 * residual;
     // Right-hand side r' = λJ(Jᵀv) + h·F, F = −K_M·K(q − θ'hv) − pen·J + weight + the
     // point forces (springs, servo, contact). The inertia term ρMv of the kick's
-    // right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is a·v, added after
-    // the solve, and the rest is the θ' = (1 − a)θ of the bending. The multiple c·Gq of
-    // J enters after the solve too, as c·P⁻¹Gq (a column of the same pass), so the pass
-    // over P⁻¹ need not wait for the quadratic forms.
+    // right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is a·v, and the rest
+    // is the θ' = (1 − a)θ of the bending. The multiple c·Gq of J enters as c·P⁻¹Gq = c·w
+    // (a column of the same pass), so the pass over P⁻¹ need not wait for the quadratic
+    // forms. Both a·v and c·w are added where z is read, not stored: the velocity
+    // update takes c·w in with the constraint column's own multiple of w.
     let c_gq = (m.p.lambda * jv - m.d.h * pen) * 2.0;
     r[0] = m.d.h.mul_add::<F>(base_force[0], r[0]);
     r[2 * n] = m.d.h.mul_add::<F>(base_force[1], r[2 * n]);
@@ -686,11 +684,20 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     if let Some(couple) = &m.couple {
         qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
     }
-    // z = a·v + P⁻¹r' and w = P⁻¹Gq = ½P⁻¹J, with P's band factor; r above lacks c·Gq.
-    // (J's factor 2 enters where w is used: scaling by 2 is exact, so the bits are those
-    // of P⁻¹J.)
-    let (z, w) = (&mut s.z[..l], &mut s.w[..l]);
-    p_solve::<W, F, NN, E>(mx, n, r, gq, v, c_gq, m.d.inertia_share, z, w);
+    // z₀ = P⁻¹r' and w = P⁻¹Gq = ½P⁻¹J, with P's band factor; the kick's
+    // z = a·v + c·w + z₀. (J's factor 2 enters where w is used: scaling by 2 is exact,
+    // so the bits are those of P⁻¹J.)
+    let (z0, w) = (&mut s.z[..l], &mut s.w[..l]);
+    p_solve::<W, F, NN, E>(mx, n, r, gq, z0, w);
+    let share = m.d.inertia_share;
+    // An entry of z, where the Woodbury right-hand side reads one (a macro: a closure
+    // is not always inlined, and one that is not loses the kernel's target features).
+    macro_rules! z {
+        ($i:expr) => {{
+            let i = $i;
+            share.mul_add::<F>(v[i], c_gq.mul_add::<F>(w[i], z0[i]))
+        }};
+    }
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
     // The friction column lies along the tip's tangent t = (tx, ty): P⁻¹ is block
     // diagonal with equal blocks, so P⁻¹u₃ is column n − 1 of P⁻¹ in each component.
@@ -698,8 +705,10 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let [tx, ty] = tip.tangent;
     let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
     let ([p_bb, p_bt], p_tt) = (pi(n), pi(n - 1)[1]);
-    let jw = dot::<W, F>(gq, w) * 4.0;
-    let jz = dot::<W, F>(gq, z) * 2.0;
+    let gqw = dot::<W, F>(gq, w);
+    let jw = gqw * 4.0;
+    // Jᵀz = 2Gq·(a·v + c·w + z₀), with Gq·v = vgq and Gq·w from Jᵀw.
+    let jz = c_gq.mul_add::<F>(gqw, share.mul_add::<F>(vgq, dot::<W, F>(gq, z0))) * 2.0;
     let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
     let c12 = s1 * s2 * ((gb * w[ib] + gd * w[id]) * 2.0);
     // On flat ground t = (0, 1) in every lane (tx's terms are exact zeros, skipped).
@@ -708,24 +717,25 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         (
             s1 * s3 * (tx.mul_add::<F>(w[itip], ty * w[ictip]) * 2.0),
             s2 * s3 * gb.mul_add::<F>(tx, gd * ty) * p_bt,
-            s3 * tx.mul_add::<F>(z[itip], ty * z[ictip]),
+            s3 * tx.mul_add::<F>(z!(itip), ty * z!(ictip)),
         )
     } else {
         (
             s1 * s3 * (w[ictip] * 2.0),
             s2 * s3 * gd * p_bt,
-            s3 * z[ictip],
+            s3 * z!(ictip),
         )
     };
     let c22 = (s2 * s2 * (gb * gb + gd * gd)).mul_add::<F>(p_bb, L::splat(1.0));
     let c33 = (s3 * s3).mul_add::<F>(p_tt, L::splat(1.0));
-    let rhs = [s1 * jz, s2 * (gb * z[ib] + gd * z[id]), rhs3];
+    let rhs = [s1 * jz, s2 * (gb * z!(ib) + gd * z!(id)), rhs3];
     let c = Ldlt3::new::<F>([[c11, c12, c13], [c12, c22, c23], [c13, c23, c33]]);
     let y = c.solve(rhs);
     // v⁺ = z − P⁻¹U·y: the constraint column in full, servo and friction as columns
     // n (b₁, d₁) and n − 1 (tip c) of P⁻¹.
     let (a1, a2, a3) = (y[0] * s1, y[1] * s2, y[2] * s3);
-    let (n_a1, n_a2b, n_a2d) = (-a1 * 2.0, -(a2 * gb), -(a2 * gd));
+    // w's multiple: c of z and −2a₁ of the constraint column, in one coefficient.
+    let (c_w, n_a2b, n_a2d) = (c_gq - a1 * 2.0, -(a2 * gb), -(a2 * gd));
     let (n_a3x, n_a3y) = (-(a3 * tx), -(a3 * ty));
     // On flat ground tx = 0 in every lane: its terms are exact zeros, and the loop
     // without them is the one that runs (the branch is outside the loop).
@@ -733,13 +743,17 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         ($sloped:literal) => {
             for i in 0..mm {
                 let [pb, pt] = pi(i);
-                let vx = n_a2b.mul_add::<F>(pb, n_a1.mul_add::<F>(w[i], z[i]));
+                let (zx, zy) = (
+                    share.mul_add::<F>(v[i], z0[i]),
+                    share.mul_add::<F>(v[mm + i], z0[mm + i]),
+                );
+                let vx = n_a2b.mul_add::<F>(pb, c_w.mul_add::<F>(w[i], zx));
                 v[i] = if $sloped {
                     n_a3x.mul_add::<F>(pt, vx)
                 } else {
                     vx
                 };
-                let vy = n_a2d.mul_add::<F>(pb, n_a1.mul_add::<F>(w[mm + i], z[mm + i]));
+                let vy = n_a2d.mul_add::<F>(pb, c_w.mul_add::<F>(w[mm + i], zy));
                 v[mm + i] = n_a3y.mul_add::<F>(pt, vy);
             }
         };
@@ -820,7 +834,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     [servo, couple]
 }
 
-/// The kick's solves with P's band LDLᵀ: z = a·v + P⁻¹r' + c·P⁻¹Gq and w = P⁻¹Gq.
+/// The kick's solves with P's band LDLᵀ: z₀ = P⁻¹r' and w = P⁻¹Gq.
 /// The four right-hand sides (r' and Gq, X and Y) go side by side through the
 /// interleaved order, where row t of L reaches back at most three rows: those rows'
 /// solutions are held in registers, and the multiply-add that needs row t − 1 comes last
@@ -833,14 +847,11 @@ fn p_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     n: usize,
     r: &[L<W>],
     gq: &[L<W>],
-    v: &[L<W>],
-    c_gq: L<W>,
-    share: L<W>,
     z: &mut [L<W>],
     w: &mut [L<W>],
 ) {
     let mm = 2 * n;
-    let (r, gq, v) = (&r[..2 * mm], &gq[..2 * mm], &v[..2 * mm]);
+    let (r, gq) = (&r[..2 * mm], &gq[..2 * mm]);
     let (z, w) = (&mut z[..2 * mm], &mut w[..2 * mm]);
     let (lower, inv_d) = (&mx.p_lower[..mm], &mx.p_inv_d[..mm]);
     // −L(t, t − k).
@@ -869,8 +880,8 @@ fn p_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         (pv, ps) = (yv, ys);
     });
     // Backward, D·Lᵀ·x = y, from the last node: the slope row reaches the next node's
-    // slope and value, the value row also its own slope. Each row is final here, so z
-    // and w are made as it is stored. (nv, ns): the next node's rows.
+    // slope and value, the value row also its own slope. Each row is final here and is
+    // stored as it is made. (nv, ns): the next node's rows.
     let (mut nv, mut ns) = ([L::zero(); 4], [L::zero(); 4]);
     each_node!(NN, n, rev k => {
         let (tv, ts, iv, is) = (2 * k, 2 * k + 1, k, n + k);
@@ -885,9 +896,8 @@ fn p_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         }
         fma4::<W, F>(l!(tv + 1, 1), xs, &mut xv);
         for (x, i) in [(xv, iv), (xs, is)] {
-            let (zx, zy) = (c_gq.mul_add::<F>(x[2], x[0]), c_gq.mul_add::<F>(x[3], x[1]));
-            z[i] = share.mul_add::<F>(v[i], zx);
-            z[mm + i] = share.mul_add::<F>(v[mm + i], zy);
+            z[i] = x[0];
+            z[mm + i] = x[1];
             w[i] = x[2];
             w[mm + i] = x[3];
         }
@@ -1062,8 +1072,7 @@ mod tests {
     }
 
     /// The kick's band solve, written out for five nodes and as the generic loop,
-    /// against the dense P⁻¹ of the same record: z = a·v + P⁻¹r + c·P⁻¹Gq and
-    /// w = P⁻¹Gq to round-off.
+    /// against the dense P⁻¹ of the same record: z = P⁻¹r and w = P⁻¹Gq to round-off.
     #[test]
     fn the_band_solve_is_the_dense_inverse() {
         for (n, o) in [(5, "k_p=3"), (5, "rho=1.3"), (7, "zeta=0.5"), (2, "k_m=40")] {
@@ -1078,8 +1087,7 @@ mod tests {
                     .map(|k| L([((k * 7 + 3) % 11) as f64 * s - 2.0]))
                     .collect()
             };
-            let (r, gq, v) = (f(0.3), f(-1.1), f(0.05));
-            let (c, a) = (0.7, 0.9);
+            let (r, gq) = (f(0.3), f(-1.1));
             let dense = |x: &[L<1>], o: usize, i: usize| -> f64 {
                 (0..mm)
                     .map(|j| rec.matrices.p_inv.get(i, j) * x[o + j].0[0])
@@ -1092,15 +1100,14 @@ mod tests {
                     5 => p_solve::<1, true, 5, L<1>>,
                     _ => p_solve::<1, true, 0, L<1>>,
                 };
-                let (cl, al) = (L([c]), L([a]));
-                solve(&m.matrices, n, &r, &gq, &v, cl, al, &mut z, &mut w);
+                solve(&m.matrices, n, &r, &gq, &mut z, &mut w);
                 runs.push((nn, z, w));
             }
             for (nn, z, w) in runs {
                 for o in [0, mm] {
                     for i in 0..mm {
                         let (pr, pg) = (dense(&r, o, i), dense(&gq, o, i));
-                        let (zi, wi) = (a * v[o + i].0[0] + pr + c * pg, pg);
+                        let (zi, wi) = (pr, pg);
                         let tol = 1e-12 * (pr.abs() + pg.abs() + 1.0);
                         assert!(
                             (z[o + i].0[0] - zi).abs() <= tol,
