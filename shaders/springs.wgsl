@@ -1,5 +1,5 @@
 // Springs and body contact, per leg (CPU twin: `spring_pass` in src/model/springs.rs,
-// `BodyGeometry::contact` in src/model/body.rs). Each leg's invocation computes the
+// `BodyGeometry::contact_in` in src/model/body.rs). Each leg's invocation computes the
 // springs at its own base; the loads on the body are summed over legs afterwards.
 
 // Spring between an anchor p and another point o: force on p (CPU: `spring_force`).
@@ -69,7 +69,7 @@ fn point_contact(ri: u32, body: vec3<real>, sc: vec2<real>, off: vec2<real>) -> 
     return vec3<real>(0.0, 0.0, 0.0);
 }
 
-// Both contact points P_1, P_2 (CPU: `BodyGeometry::contact`).
+// Both contact points P_1, P_2 (CPU: `BodyGeometry::contact_in`).
 fn body_contact(ri: u32, body: vec3<real>, sc: vec2<real>) -> vec3<real> {
     let p1 = vec2<real>(instances[ri].p_first_x, instances[ri].p_first_y);
     let p2 = vec2<real>(instances[ri].p_second_x, instances[ri].p_second_y);

@@ -6,7 +6,7 @@
 //! horizons; a lane that continues is handed back with its state, and the continuing
 //! lanes of all blocks are gathered, grouped by shape into fresh blocks, and run on to
 //! their next horizon, until none continues. A block costs its longest lane, so a few
-//! continuing runs no longer keep whole blocks (and their finished, parked lanes)
+//! continuing runs do not keep whole blocks (and their finished, parked lanes)
 //! stepping.
 //!
 //! Lanes are independent: a lane's result does not depend on its neighbours' values,

@@ -4,7 +4,7 @@
 //! read back and turned into the same [`PointResult`] every backend reports. With
 //! `--until-settled` the state is read back at the end of each segment, and the
 //! unsettled instances are gathered into a fresh, compact batch with a longer schedule
-//! that goes on from their state (the finished ones no longer occupy workgroups).
+//! that goes on from their state (the finished ones do not occupy workgroups).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
