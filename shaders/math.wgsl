@@ -1,7 +1,7 @@
 // Arithmetic-only substitutes for the transcendental functions the model needs.
 // SPIR-V's GLSL.std.450 sin/cos/atan/exp/log are defined for 16/32-bit floats only:
 // applied to f64 they compile and return garbage, so the f64 kernel never calls them
-// on `real` (tests/gpu_shaders.rs fails if one slips in).
+// on `real` (src/gpu/shader.rs, `f64_transcendentals`: a unit test fails if one slips in).
 
 const PIO2_HI: real = 1.5707963267948966;
 const PIO2_LO: real = 6.123233995736766e-17;

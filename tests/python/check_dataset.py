@@ -85,7 +85,7 @@ def main() -> int:
         assert field.metadata[b"unit"] == b"N/m", field.metadata
         unit_note = "units ok (pyarrow)"
     except ImportError:
-        unit_note = "pyarrow absent: units not checked here (tests/sweep_resume.rs does)"
+        unit_note = "pyarrow absent: units not checked here (tests/suite/sweep_resume.rs does)"
 
     if summary is not None:
         scols = {

@@ -1,0 +1,26 @@
+#![allow(dead_code)]
+pub mod bin;
+pub mod energy;
+pub mod gpu;
+pub mod sweep;
+pub mod validation;
+
+use std::path::{Path, PathBuf};
+
+/// An empty directory of the calling test module's own, `target/tmp/<module>/<name>`:
+/// emptied first, so a rerun starts clean, and apart from every other module's (the
+/// modules share one test binary, so the caller's file names the directory).
+#[track_caller]
+pub fn scratch(name: &str) -> PathBuf {
+    let caller = Path::new(std::panic::Location::caller().file());
+    let module = caller
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("suite");
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(module)
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -1,0 +1,307 @@
+//! `metachron replay`: a dataset row run again from its own parameters and the recorded
+//! settings reproduces the row's metrics bit for bit on the engine that wrote it, and
+//! writes what `simulate` writes, animation included.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::scratch;
+use metachron::metrics::METRIC_COLUMNS;
+use metachron::parquet::read_parquet;
+use metachron::sweep::dataset::{read_dataset, Column, Dataset};
+
+/// Write `text` as `dir/NAME.toml` and sweep it on `backend` into `dir/NAME`.
+fn sweep(dir: &Path, name: &str, text: &str, backend: &str) -> PathBuf {
+    std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
+    let (code, out, err) = common::bin::run_in(
+        &[
+            "sweep",
+            &format!("{name}.toml"),
+            "--out",
+            name,
+            "--backend",
+            backend,
+            "--quiet",
+        ],
+        dir,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    dir.join(name)
+}
+
+/// Random initial phases, two repeats, passive legs that strike the ground, a mix of
+/// classes: 2 x 2 x 2 points of 1 s on the cpu engine (several SIMD blocks' worth).
+const CPU_SWEEP: &str = "name = \"mixed\"\nseed = 7\nrepeats = 2\nrandom_phases = true\n\
+    [base]\nt_final = 1.0\nactuated = \"first\"\n\
+    [[axes]]\nparam = \"alpha\"\nvalues = [20.0, 2000.0]\n\
+    [[axes]]\nparam = \"k_p\"\nvalues = [5.0, 500.0]\n";
+
+fn num(ds: &Dataset, name: &str, row: usize) -> f64 {
+    match ds.column(name) {
+        Some(Column::Num(v)) => v[row],
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+fn text(ds: &Dataset, name: &str, row: usize) -> String {
+    match ds.column(name) {
+        Some(Column::Text(v)) => v[row].clone(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+/// Every metric, the status and the class of `replayed` (a `--metrics` file) against
+/// row `row` of `ds`: (name, row value, replayed value) where the bits differ.
+fn bit_differences(ds: &Dataset, row: usize, replayed: &Dataset) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (name, _) in METRIC_COLUMNS {
+        let (a, b) = (num(ds, name, row), num(replayed, name, 0));
+        if a.to_bits() != b.to_bits() && !(a.is_nan() && b.is_nan()) {
+            out.push((name.to_string(), format!("{a:e}"), format!("{b:e}")));
+        }
+    }
+    for name in ["status", "class"] {
+        let (a, b) = (text(ds, name, row), text(replayed, name, 0));
+        if a != b {
+            out.push((name.to_string(), a, b));
+        }
+    }
+    out
+}
+
+/// A one-file Parquet table read like a dataset (scalar columns).
+fn read_one(path: &Path) -> Dataset {
+    let (batches, _) = read_parquet(path).unwrap();
+    let mut ds = Dataset::default();
+    for b in batches {
+        for (f, a) in b.schema().fields().iter().zip(b.columns()) {
+            use arrow_array::{Array, Float64Array, StringArray};
+            let any = a.as_any();
+            let col = if let Some(x) = any.downcast_ref::<Float64Array>() {
+                Column::Num((0..x.len()).map(|i| x.value(i)).collect())
+            } else if let Some(x) = any.downcast_ref::<StringArray>() {
+                Column::Text((0..x.len()).map(|i| x.value(i).to_string()).collect())
+            } else {
+                continue;
+            };
+            ds.columns.push((f.name().clone(), col));
+        }
+    }
+    ds
+}
+
+#[test]
+fn replayed_rows_equal_the_dataset_bit_for_bit_on_the_cpu_engine() {
+    let dir = scratch("cpu");
+    let ds_dir = sweep(&dir, "mixed", CPU_SWEEP, "cpu");
+    let ds = read_dataset(&ds_dir).unwrap();
+    assert_eq!(ds.rows(), 8);
+    let ids = ds.point_ids();
+    let mut failures = Vec::new();
+    for (row, &id) in ids.iter().enumerate() {
+        let m = dir.join(format!("m{id}.parquet"));
+        let (code, out, err) = common::bin::run_in(
+            &[
+                "replay",
+                "mixed",
+                "--point",
+                &id.to_string(),
+                "--metrics",
+                m.to_str().unwrap(),
+                "--quiet",
+            ],
+            &dir,
+        );
+        assert_eq!(code, 0, "point {id}: {out}\n{err}");
+        assert!(out.contains("equal bit for bit"), "point {id}: {out}");
+        let diffs = bit_differences(&ds, row, &read_one(&m));
+        if !diffs.is_empty() {
+            failures.push(format!("point {id}: {diffs:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // --combo/--repeat name the same row as its point id (id = combo * repeats + repeat).
+    let row = ids.iter().position(|&i| i == 5).unwrap();
+    let (combo, repeat) = (num(&ds, "combo", row), num(&ds, "repeat", row));
+    assert_eq!((combo, repeat), (2.0, 1.0));
+    let m = dir.join("combo.parquet");
+    let (code, out, err) = common::bin::run_in(
+        &[
+            "replay",
+            "mixed",
+            "--combo",
+            "2",
+            "--repeat",
+            "1",
+            "--metrics",
+            "combo.parquet",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("replay of point 5 (combo 2, repeat 1)"),
+        "{out}"
+    );
+    assert!(bit_differences(&ds, row, &read_one(&m)).is_empty());
+    // A row that does not exist names the ids that do.
+    let (code, _, err) = common::bin::run_in(&["replay", "mixed", "--point", "99"], &dir);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--point 99: no such row") && err.contains("point ids 0..=7"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_reference_row_replays_bit_for_bit_on_the_reference() {
+    let dir = scratch("reference");
+    let sweep_text = "name = \"ref\"\n[base]\nt_final = 0.2\n\
+        [[axes]]\nparam = \"beta\"\nvalues = [100.0, 1000.0]\n";
+    let ds_dir = sweep(&dir, "ref", sweep_text, "reference");
+    let ds = read_dataset(&ds_dir).unwrap();
+    let row = ds.point_ids().iter().position(|&i| i == 1).unwrap();
+    assert_eq!(text(&ds, "backend", row), "reference");
+    let (code, out, err) = common::bin::run_in(
+        &[
+            "replay",
+            "ref",
+            "--point",
+            "1",
+            "--metrics",
+            "m.parquet",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("backend reference"), "{out}");
+    assert!(bit_differences(&ds, row, &read_one(&dir.join("m.parquet"))).is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn replay_writes_the_outputs_of_simulate_and_a_decodable_animation() {
+    let dir = scratch("outputs");
+    let sweep_text = "name = \"one\"\n[base]\nt_final = 0.5\n\
+        [[axes]]\nparam = \"alpha\"\nvalues = [100.0, 500.0]\n";
+    sweep(&dir, "one", sweep_text, "cpu");
+    let (code, out, err) = common::bin::run_in(
+        &[
+            "replay",
+            "one",
+            "--point",
+            "1",
+            "--out",
+            "ts.parquet",
+            "--snapshots",
+            "pics",
+            "--animate",
+            "walk.gif",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    // The time series: one row per output sample, 0 to t_final every 0.01 s.
+    let (batches, meta) = read_parquet(&dir.join("ts.parquet")).unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 51);
+    assert!(meta
+        .get("metachron.replay_of")
+        .is_some_and(|v| v.ends_with("point 1")));
+    assert!(dir.join("pics").join("basal_angles.png").exists());
+    // The clip: 0.5 s in real time at 20 fps is a frame every 0.05 s of the run (11,
+    // 0 and 0.5 included), then the closing frame held for 2 s.
+    let file = std::fs::File::open(dir.join("walk.gif")).unwrap();
+    let mut opts = gif::DecodeOptions::new();
+    opts.set_color_output(gif::ColorOutput::RGBA);
+    let mut dec = opts.read_info(file).unwrap();
+    let (w, h) = (dec.width(), dec.height());
+    assert_eq!(w, 640);
+    let mut delays = Vec::new();
+    let mut first: Option<Vec<u8>> = None;
+    let mut changed = false;
+    while let Some(frame) = dec.read_next_frame().unwrap() {
+        assert_eq!((frame.width, frame.height), (w, h));
+        delays.push(frame.delay);
+        // Not blank: dark ink on the white page; and the robot moves between frames.
+        let dark = frame
+            .buffer
+            .chunks(4)
+            .filter(|p| p[0] < 100 && p[1] < 100 && p[2] < 100)
+            .count();
+        assert!(dark > 500, "frame {}: {dark} dark pixels", delays.len());
+        match &first {
+            None => first = Some(frame.buffer.to_vec()),
+            Some(f) => changed |= f.as_slice() != &frame.buffer[..],
+        }
+    }
+    assert!(changed, "every frame is the same picture");
+    let mut want = vec![5u16; 11];
+    want.push(200);
+    assert_eq!(delays, want);
+    // Settings out of range name the flag; the gpu keeps no samples to draw.
+    let (code, _, err) = common::bin::run_in(
+        &["simulate", "--animate", "x.gif", "--animate-fps", "0"],
+        &dir,
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("--animate-fps 0: allowed is 1 to 50"), "{err}");
+    let (code, _, err) = common::bin::run_in(
+        &["simulate", "--backend", "gpu", "--animate", "x.gif"],
+        &dir,
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("--animate need the time series"), "{err}");
+    assert!(!dir.join("x.gif").exists());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_gpu_row_replays_on_the_cpu_twin_with_the_difference_stated() {
+    if common::gpu::gpu_context("a_gpu_row_replays_on_the_cpu_twin").is_none() {
+        return;
+    }
+    let dir = scratch("gpu");
+    let sweep_text = "name = \"dev\"\n[base]\nt_final = 0.2\n\
+        [[axes]]\nparam = \"alpha\"\nvalues = [100.0, 500.0]\n";
+    let ds_dir = sweep(&dir, "dev", sweep_text, "gpu");
+    let ds = read_dataset(&ds_dir).unwrap();
+    let row = ds.point_ids().iter().position(|&i| i == 0).unwrap();
+    assert_eq!(text(&ds, "backend", row), "gpu");
+    let (code, out, err) = common::bin::run_in(
+        &[
+            "replay",
+            "dev",
+            "--point",
+            "0",
+            "--metrics",
+            "m.parquet",
+            "--quiet",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("written by the gpu engine, run on cpu"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: the row was computed by the gpu engine"),
+        "{out}"
+    );
+    // The twins agree to round-off (docs/gpu.md; f32 adapters to ~1e-5).
+    let replayed = read_one(&dir.join("m.parquet"));
+    assert_eq!(text(&ds, "class", row), text(&replayed, "class", 0));
+    for (name, _) in METRIC_COLUMNS {
+        let (a, b) = (num(&ds, name, row), num(&replayed, name, 0));
+        assert!(
+            (a - b).abs() <= 1e-4 * a.abs().max(1e-3) || (a.is_nan() && b.is_nan()),
+            "{name}: gpu {a} vs cpu {b}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
