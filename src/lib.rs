@@ -1,10 +1,10 @@
 //! metachron: parameter-sweep engine for planar robots on elastic (Hermite FE) legs.
 //!
 //! Layers, lowest first: a module uses modules of its own line (without circles) and of
-//! the lines above it, never of a line below (tests/architecture.rs checks it; the
+//! the lines above it, never of a line below (tests/suite/architecture.rs checks it; the
 //! binary's `cli` sits on top):
-//! - [`params`], [`error`], [`input_file`]: every model parameter (one table), typed
-//!   errors, bounded reads of input files;
+//! - [`params`], [`error`], [`input_file`], [`vocabulary`]: every model parameter (one
+//!   table), typed errors, bounded reads of input files, every column and metric name;
 //! - [`model`]: FE matrices, springs, body, contact, the internal couple, accelerations,
 //!   energy (the readable statement of the equations);
 //! - [`sample`], [`metrics`], [`parquet`]: output samples, the online coordination
@@ -40,3 +40,4 @@ pub mod reference;
 pub mod sample;
 pub mod simulate;
 pub mod sweep;
+pub mod vocabulary;

@@ -204,14 +204,15 @@ impl Class {
     }
 }
 
-/// Declares [`Metrics`] with its scalar metrics listed once: the struct fields, their
-/// output columns with units ([`METRIC_COLUMNS`]) and their values in that order.
+/// Declares [`Metrics`] from the scalar metrics' one list
+/// ([`crate::vocabulary::for_each_scalar_metric`]): the struct fields, their output
+/// columns with units ([`METRIC_COLUMNS`]) and their values in that order.
 macro_rules! metrics {
-    ($( $(#[$doc:meta])* $name:ident : $unit:literal, )*) => {
+    ($( $name:ident : $unit:literal, $agg:ident, $meaning:literal; )*) => {
         /// Every metric of one run.
         #[derive(Debug, Clone, PartialEq)]
         pub struct Metrics {
-            $( $(#[$doc])* pub $name: f64, )*
+            $( #[doc = $meaning] pub $name: f64, )*
             pub status: Status,
             pub class: Class,
             /// Same class on both halves of the window and a lag order that moved less
@@ -242,26 +243,7 @@ macro_rules! metrics {
     };
 }
 
-metrics! {
-    lag_order: "1",
-    mean_lag: "rad",
-    min_plv: "1",
-    lag_spread: "rad",
-    kuramoto_r: "1",
-    mean_frequency: "rad/s",
-    displacement: "m",
-    mean_speed: "m/s",
-    /// The basal servos' work ∫Σ|M0_i ψ̇_i| dt.
-    work: "J",
-    /// The internal couples' work ∫Σ|Q_A,i·q̇_i| dt.
-    work_axo: "J",
-    /// (work + work_axo) / (weight · |displacement|).
-    cost_of_transport: "1",
-    duty_factor: "1",
-    max_inextensibility: "1",
-    /// The horizon run (s): t_final, or longer when the run was continued.
-    t_run: "s",
-}
+crate::vocabulary::for_each_scalar_metric!(metrics);
 
 /// The last sample a metric needs: its time, Y_b and the two works up to it.
 #[derive(Debug, Clone, Copy, PartialEq)]

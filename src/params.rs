@@ -332,11 +332,18 @@ pub const MAX_TERRAIN_ANGLE: f64 = 80.0 * std::f64::consts::PI / 180.0;
 /// and an element's shape must keep at least 10 of them next to coordinates of that size.
 pub const MIN_RELATIVE_SPACING: f64 = 1e-6;
 
+/// The per-leg list parameters and the choice, by name (each a column of its own).
+pub const ACTUATED: &str = "actuated";
+pub const PSI_INIT: &str = "psi_init";
+pub const OMEGA_LEGS: &str = "omega_legs";
+pub const AXO_ACTUATED: &str = "axo_actuated";
+pub const TERRAIN: &str = "terrain";
+
 /// Names accepted for the per-leg list parameters.
-pub const LIST_PARAMS: &[&str] = &["actuated", "psi_init", "omega_legs", "axo_actuated"];
+pub const LIST_PARAMS: &[&str] = &[ACTUATED, PSI_INIT, OMEGA_LEGS, AXO_ACTUATED];
 
 /// Parameters that take a name from a fixed list (text in files and datasets).
-pub const CHOICE_PARAMS: &[&str] = &["terrain"];
+pub const CHOICE_PARAMS: &[&str] = &[TERRAIN];
 
 /// Whether `name` is a parameter written as text rather than one number: a per-leg list
 /// or a choice.
@@ -345,7 +352,60 @@ pub fn is_text_param(name: &str) -> bool {
 }
 
 /// The per-leg lists that are masks (0/1 per leg, or a mask name).
-pub const MASK_PARAMS: &[&str] = &["actuated", "axo_actuated"];
+pub const MASK_PARAMS: &[&str] = &[ACTUATED, AXO_ACTUATED];
+
+/// A parameter written as text (a per-leg list or a choice), for listings.
+#[derive(Debug, Clone, Copy)]
+pub struct TextParamSpec {
+    pub name: &'static str,
+    /// Unit of the list's entries ("1" for masks, "" for a choice).
+    pub unit: &'static str,
+    /// The default as written in a file.
+    pub default: &'static str,
+    /// What the value may be.
+    pub allowed: &'static str,
+    pub doc: &'static str,
+}
+
+/// The text parameters' one-line descriptions (the order of [`LIST_PARAMS`], then
+/// [`CHOICE_PARAMS`]).
+pub const TEXT_PARAMS: &[TextParamSpec] = &[
+    TextParamSpec {
+        name: ACTUATED,
+        unit: "1",
+        default: "all",
+        allowed: "all | none | first | every_other | one 0/1 per leg",
+        doc: "Per-leg actuation mask (1 = basal servo on)",
+    },
+    TextParamSpec {
+        name: PSI_INIT,
+        unit: "rad",
+        default: "(psi1 + (i-1) dphi)",
+        allowed: "one angle per leg",
+        doc: "Explicit initial basal angles; overrides psi1 + (i-1) dphi",
+    },
+    TextParamSpec {
+        name: OMEGA_LEGS,
+        unit: "rad/s",
+        default: "(omega for every leg)",
+        allowed: "one rate per leg",
+        doc: "Per-leg target rates; overrides omega leg by leg",
+    },
+    TextParamSpec {
+        name: AXO_ACTUATED,
+        unit: "1",
+        default: "all",
+        allowed: "all | none | first | every_other | one 0/1 per leg",
+        doc: "Per-leg mask of the internal couple (1 = the leg's motors act)",
+    },
+    TextParamSpec {
+        name: TERRAIN,
+        unit: "",
+        default: "flat",
+        allowed: "a terrain kind (TerrainKind::ALL)",
+        doc: "The terrain's profile (flat: the paper's line x = X_t)",
+    },
+];
 
 impl Params {
     /// Check every field, then the values derived from several ([`Params::check_derived`]);

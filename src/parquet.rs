@@ -21,8 +21,9 @@ use parquet::file::properties::WriterProperties;
 
 use crate::error::OutputError;
 use crate::metrics::{Metrics, METRIC_COLUMNS};
-use crate::params::{Params, SCALAR_PARAMS};
+use crate::params::{self, Params, SCALAR_PARAMS};
 use crate::sample::Sample;
+use crate::vocabulary as voc;
 
 /// A field with its unit in the metadata.
 pub fn field(name: &str, dtype: DataType, unit: &str) -> Field {
@@ -436,29 +437,41 @@ impl TimeseriesWriter {
 /// quantities as columns suffixed with the 1-based leg number.
 pub fn timeseries_batch(samples: &[Sample], n_legs: usize) -> Result<RecordBatch, OutputError> {
     let mut t = TableBuilder::default();
-    t.f64("t", "s", samples.iter().map(|s| s.t).collect());
+    t.f64(voc::TIME, "s", samples.iter().map(|s| s.t).collect());
     let per_leg =
         |t: &mut TableBuilder, name: &str, unit: &str, get: &dyn Fn(&Sample, usize) -> f64| {
             for i in 0..n_legs {
                 t.f64(
-                    &format!("{name}_{}", i + 1),
+                    &voc::per_leg(name, i),
                     unit,
                     samples.iter().map(|s| get(s, i)).collect(),
                 );
             }
         };
-    per_leg(&mut t, "psi", "rad", &|s, i| s.psi[i]);
-    per_leg(&mut t, "tip_x", "m", &|s, i| s.tip[i][0]);
-    per_leg(&mut t, "tip_y", "m", &|s, i| s.tip[i][1]);
-    per_leg(&mut t, "inext", "1", &|s, i| s.inext[i]);
-    t.f64("body_x", "m", samples.iter().map(|s| s.body[0]).collect());
-    t.f64("body_y", "m", samples.iter().map(|s| s.body[1]).collect());
+    per_leg(&mut t, voc::PSI, "rad", &|s, i| s.psi[i]);
+    per_leg(&mut t, voc::TIP_X, "m", &|s, i| s.tip[i][0]);
+    per_leg(&mut t, voc::TIP_Y, "m", &|s, i| s.tip[i][1]);
+    per_leg(&mut t, voc::INEXT, "1", &|s, i| s.inext[i]);
     t.f64(
-        "body_theta",
+        voc::BODY_X,
+        "m",
+        samples.iter().map(|s| s.body[0]).collect(),
+    );
+    t.f64(
+        voc::BODY_Y,
+        "m",
+        samples.iter().map(|s| s.body[1]).collect(),
+    );
+    t.f64(
+        voc::BODY_THETA,
         "rad",
         samples.iter().map(|s| s.body[2]).collect(),
     );
-    t.f64("work", "J", samples.iter().map(|s| s.work).collect());
+    t.f64(
+        voc::WORK_SO_FAR,
+        "J",
+        samples.iter().map(|s| s.work).collect(),
+    );
     t.finish()
 }
 
@@ -482,29 +495,32 @@ pub fn push_param_columns(t: &mut TableBuilder, rows: &[&Params]) {
         }
     }
     t.bool_list(
-        "actuated",
+        params::ACTUATED,
         rows.iter().map(|p| p.actuated.clone()).collect(),
     );
     t.u32(
-        "n_actuated",
+        voc::N_ACTUATED,
         "1",
         rows.iter()
             .map(|p| p.actuated.iter().filter(|&&a| a).count() as u32)
             .collect(),
     );
     t.f64_list_opt(
-        "psi_init",
+        params::PSI_INIT,
         "rad",
         rows.iter().map(|p| p.psi_init.clone()).collect(),
     );
     t.f64_list_opt(
-        "omega_legs",
+        params::OMEGA_LEGS,
         "rad/s",
         rows.iter().map(|p| p.omega_legs.clone()).collect(),
     );
-    t.bool_list("axo_actuated", rows.iter().map(|p| p.axo_mask()).collect());
+    t.bool_list(
+        params::AXO_ACTUATED,
+        rows.iter().map(|p| p.axo_mask()).collect(),
+    );
     t.string(
-        "terrain",
+        params::TERRAIN,
         rows.iter().map(|p| p.terrain.label().to_string()).collect(),
     );
 }
@@ -515,36 +531,36 @@ pub fn push_metric_columns(t: &mut TableBuilder, rows: &[&Metrics]) {
         t.f64(name, unit, rows.iter().map(|m| m.scalars()[k]).collect());
     }
     t.string(
-        "status",
+        voc::STATUS,
         rows.iter().map(|m| m.status.label().to_string()).collect(),
     );
     t.f64(
-        "status_time",
+        voc::STATUS_TIME,
         "s",
         rows.iter().map(|m| m.status.time()).collect(),
     );
     t.string(
-        "class",
+        voc::CLASS,
         rows.iter().map(|m| m.class.label().to_string()).collect(),
     );
     t.push(
-        field("settled", DataType::Boolean, ""),
+        field(voc::SETTLED, DataType::Boolean, ""),
         Arc::new(arrow_array::BooleanArray::from(
             rows.iter().map(|m| m.settled).collect::<Vec<_>>(),
         )),
     );
     t.f64_list(
-        "pair_plv",
+        voc::PAIR_PLV,
         "1",
         rows.iter().map(|m| m.pair_plv.clone()).collect(),
     );
     t.f64_list(
-        "pair_lag",
+        voc::PAIR_LAG,
         "rad",
         rows.iter().map(|m| m.pair_lag.clone()).collect(),
     );
     t.f64_list(
-        "leg_frequency",
+        voc::LEG_FREQUENCY,
         "rad/s",
         rows.iter().map(|m| m.leg_frequency.clone()).collect(),
     );
@@ -559,7 +575,7 @@ pub fn metrics_batch(
     let mut t = TableBuilder::default();
     push_param_columns(&mut t, &[params]);
     push_metric_columns(&mut t, &[metrics]);
-    t.string("backend", vec![backend.to_string()]);
+    t.string(voc::BACKEND, vec![backend.to_string()]);
     t.finish()
 }
 
@@ -619,7 +635,7 @@ fn read_parquet_inner(
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
     let kv = key_values(builder.metadata().file_metadata());
     let reader = builder.build().map_err(pq)?;
-    // Decoding errors name the file (they were bare `Parquet error: ...` before).
+    // Decoding errors name the file (the parquet crate's own are a bare `Parquet error: ...`).
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| OutputError::Invalid {

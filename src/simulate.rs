@@ -294,7 +294,7 @@ pub fn blank_unless_ok(mut m: Metrics) -> Metrics {
     m.t_run = m.status.time();
     let nan = f64::NAN;
     for (name, x) in m.scalars_mut() {
-        if name != "t_run" {
+        if name != crate::vocabulary::metric::t_run {
             *x = nan;
         }
     }

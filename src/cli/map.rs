@@ -23,7 +23,7 @@ pub struct MapArgs {
     /// `fraction:metachronal` (fraction of runs in that class; cells whose Wilson 95 %
     /// interval is wider than --ci-width are struck through) or `class=metachronal`
     /// (the fraction, unmarked).
-    #[arg(long, default_value = "class")]
+    #[arg(long, default_value = metachron::vocabulary::CLASS)]
     metric: String,
     /// Wilson 95 % interval width above which `fraction:` cells are struck through
     /// (default 0.5: with 8 runs, cells with 2 to 6 of them in the class).

@@ -17,6 +17,7 @@ use metachron::sweep::audit::read_verified;
 use metachron::sweep::dataset::{Column, Dataset, META_ADAPTER, META_BACKEND, META_VERSION};
 use metachron::sweep::replay::Replay;
 use metachron::sweep::summary::summarize;
+use metachron::vocabulary as voc;
 
 use super::replay::execute_replay;
 use super::simulate::OutputArgs;
@@ -64,7 +65,7 @@ fn values_text(values: &[toml::Value]) -> String {
 
 /// The classes present in `ds`, in the classification's order.
 fn classes_present(ds: &Dataset) -> Vec<String> {
-    let Some(Column::Text(class)) = ds.column("class") else {
+    let Some(Column::Text(class)) = ds.column(voc::CLASS) else {
         return Vec::new();
     };
     Class::ALL
@@ -78,9 +79,9 @@ fn classes_present(ds: &Dataset) -> Vec<String> {
 /// runs in it, the lowest point id.
 fn exemplar_row(ds: &Dataset, class: &str) -> Option<usize> {
     let (Some(Column::Text(classes)), Some(Column::Num(combo)), Some(Column::Num(id))) = (
-        ds.column("class"),
-        ds.column("combo"),
-        ds.column("point_id"),
+        ds.column(voc::CLASS),
+        ds.column(voc::COMBO),
+        ds.column(voc::POINT_ID),
     ) else {
         return None;
     };
@@ -107,8 +108,8 @@ fn exemplar_row(ds: &Dataset, class: &str) -> Option<usize> {
 
 fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
     let mut v = vec![
-        ("status".to_string(), m.status.label().to_string()),
-        ("class".into(), m.class.label().into()),
+        (voc::STATUS.to_string(), m.status.label().to_string()),
+        (voc::CLASS.into(), m.class.label().into()),
         ("horizon t_run".into(), format!("{} s", m.t_run)),
     ];
     if m.status.is_ok() {
@@ -120,7 +121,10 @@ fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
             ),
             ("min PLV".into(), format!("{:.4}", m.min_plv)),
             ("mean speed".into(), format!("{:.4} m/s", m.mean_speed)),
-            ("displacement".into(), format!("{:.4} m", m.displacement)),
+            (
+                voc::metric::displacement.into(),
+                format!("{:.4} m", m.displacement),
+            ),
             (
                 "cost of transport".into(),
                 format!("{:.4}", m.cost_of_transport),
@@ -265,7 +269,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
             format!("metachron {}", meta(META_VERSION)),
         ),
         (
-            "backend".into(),
+            voc::BACKEND.into(),
             format!("{} ({})", meta(META_BACKEND), meta(META_ADAPTER)),
         ),
         (
@@ -302,7 +306,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
     let mut maps_note = None;
     match (x, y) {
         (Some(x), Some(y)) => {
-            let metrics = std::iter::once("class".to_string())
+            let metrics = std::iter::once(voc::CLASS.to_string())
                 .chain(classes.iter().map(|c| format!("fraction:{c}")));
             for (k, metric) in metrics.enumerate() {
                 let path = scratch.0.join(format!("map-{k}.png"));
@@ -323,7 +327,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
                         ),
                     ),
                     None => (
-                        "class".to_string(),
+                        voc::CLASS.to_string(),
                         "The most frequent class of each combination.".to_string(),
                     ),
                 };

@@ -12,6 +12,7 @@ use metachron::cost::{human, Estimate, Estimator, Mode, MEASURED};
 use metachron::simulate::Backend;
 use metachron::sweep::run::{self, RunOptions, Work};
 use metachron::sweep::{Plan, PlannedPoint, Shard, SweepSpec};
+use metachron::vocabulary::metric;
 
 use super::estimate::{describe, enforce, EstimateArgs, SHOW_ABOVE};
 
@@ -345,9 +346,15 @@ fn validate_on_reference(
         v.points,
         v.max_abs_diff
             .iter()
-            .filter(
-                |(m, _)| ["lag_order", "mean_lag", "min_plv", "displacement"].contains(&m.as_str())
-            )
+            .filter(|(m, _)| {
+                [
+                    metric::lag_order,
+                    metric::mean_lag,
+                    metric::min_plv,
+                    metric::displacement,
+                ]
+                .contains(&m.as_str())
+            })
             .map(|(m, d)| if d.is_nan() {
                 format!("{m} none comparable")
             } else {

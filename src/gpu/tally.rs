@@ -5,6 +5,8 @@
 //! [`crate::metrics::Tally`] of the CPU twin (`engine::finish_instance`). A new running
 //! sum is one entry here, its update in `shaders/metrics.wgsl`, and its line there.
 
+use crate::vocabulary::metric;
+
 /// Who owns a running sum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Per {
@@ -37,8 +39,8 @@ const fn robot(name: &'static str) -> RunningSum {
 
 /// Actuation work ∫|M0ψ̇|dt of this leg (summed over legs at each sample), and the
 /// internal couple's ∫|Q_A·q̇|dt (kept by kernels with the couple, else 0).
-pub const WORK: RunningSum = leg("work");
-pub const WORK_AXO: RunningSum = leg("work_axo");
+pub const WORK: RunningSum = leg(metric::work);
+pub const WORK_AXO: RunningSum = leg(metric::work_axo);
 /// Unwrapped phase φ (0 at t = 0) and its value at the first window sample.
 pub const PHI: RunningSum = leg("phi");
 pub const PHI_START: RunningSum = leg("phi_start");

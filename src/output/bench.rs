@@ -7,6 +7,7 @@ use crate::parquet::{write_pending, PendingFile, TableBuilder};
 use crate::sweep::schema::{
     META_BENCH_CORES, META_BENCH_CPU_MODEL, META_BENCH_SIMD, META_BENCH_UNIX_TIME, META_VERSION,
 };
+use crate::vocabulary as voc;
 
 /// Write the rows into `out`, created before the measurements (so an unwritable path
 /// fails before minutes of work).
@@ -17,23 +18,27 @@ pub fn write_bench(
 ) -> Result<(), OutputError> {
     let mut t = TableBuilder::default();
     let col = |f: fn(&BenchRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
-    t.string("engine", col(|r| r.engine.clone()));
-    t.string("adapter", col(|r| r.adapter.clone()));
-    t.string("precision", col(|r| r.precision.clone()));
+    t.string(voc::ENGINE, col(|r| r.engine.clone()));
+    t.string(voc::ADAPTER, col(|r| r.adapter.clone()));
+    t.string(voc::PRECISION, col(|r| r.precision.clone()));
     t.u32(
-        "threads",
+        voc::THREADS,
         "1",
         rows.iter().map(|r| r.threads as u32).collect(),
     );
-    t.u32("batch", "1", rows.iter().map(|r| r.batch as u32).collect());
-    t.f64("t_final", "s", rows.iter().map(|r| r.t_final).collect());
-    t.f64("wall_s", "s", rows.iter().map(|r| r.wall_s).collect());
+    t.u32(
+        voc::BATCH,
+        "1",
+        rows.iter().map(|r| r.batch as u32).collect(),
+    );
+    t.f64(voc::T_FINAL, "s", rows.iter().map(|r| r.t_final).collect());
+    t.f64(voc::WALL_S, "s", rows.iter().map(|r| r.wall_s).collect());
     t.f64(
-        "robot_s_per_s",
+        voc::ROBOT_S_PER_S,
         "robot-s/s",
         rows.iter().map(|r| r.robot_s_per_s).collect(),
     );
-    t.string("simd", col(|r| r.simd.clone()));
+    t.string(voc::SIMD, col(|r| r.simd.clone()));
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

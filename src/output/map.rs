@@ -17,6 +17,7 @@ use crate::metrics::Class;
 use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, META_SWEEP_NAME};
 use crate::sweep::summary::{wilson, Z95};
+use crate::vocabulary::metric;
 
 /// What to draw.
 #[derive(Debug, Clone)]
@@ -352,7 +353,12 @@ fn round_up(x: f64) -> f64 {
 }
 
 /// Metrics bounded by [0, 1]: their maps share one colour scale.
-const UNIT_METRICS: &[&str] = &["lag_order", "min_plv", "kuramoto_r", "duty_factor"];
+const UNIT_METRICS: &[&str] = &[
+    metric::lag_order,
+    metric::min_plv,
+    metric::kuramoto_r,
+    metric::duty_factor,
+];
 
 /// Viridis, interpolated between 9 samples.
 fn viridis(u: f64) -> RGBColor {
@@ -1130,7 +1136,7 @@ mod tests {
             columns: vec![
                 ("x".into(), Column::Num(std::mem::take(&mut x))),
                 ("y".into(), Column::Num(y)),
-                ("level".into(), Column::Num(level)),
+                (COL_LEVEL.into(), Column::Num(level)),
                 (COL_COMBO.into(), Column::Num(combo)),
             ],
             ..Dataset::default()

@@ -12,6 +12,7 @@ use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UI
 use crate::error::OutputError;
 use crate::parquet::PendingFile;
 use crate::sweep::schema::COL_COMBO;
+use crate::vocabulary as voc;
 
 /// A picture of the page: a file to embed, a heading and a caption.
 #[derive(Debug, Clone)]
@@ -169,23 +170,28 @@ impl Table {
             let mut row = Vec::with_capacity(header.len());
             for name in std::iter::once(COL_COMBO)
                 .chain(axes.iter().map(String::as_str))
-                .chain(std::iter::once("n_runs"))
+                .chain(std::iter::once(voc::N_RUNS))
             {
                 row.push(col(name).map(|a| cell(a.as_ref(), r)).unwrap_or_default());
             }
             for c in classes {
-                let f = format!("fraction_{c}");
-                let part = |suffix: &str| {
-                    col(&format!("{f}{suffix}")).and_then(|a| {
+                let part = |name: String| {
+                    col(&name).and_then(|a| {
                         a.as_any()
                             .downcast_ref::<Float64Array>()
                             .map(|x| x.value(r))
                     })
                 };
-                row.push(match (part(""), part("_lo"), part("_hi")) {
-                    (Some(v), Some(lo), Some(hi)) => format!("{v:.2} [{lo:.2}, {hi:.2}]"),
-                    _ => String::new(),
-                });
+                row.push(
+                    match (
+                        part(voc::fraction(c)),
+                        part(voc::fraction_bound(c, "lo")),
+                        part(voc::fraction_bound(c, "hi")),
+                    ) {
+                        (Some(v), Some(lo), Some(hi)) => format!("{v:.2} [{lo:.2}, {hi:.2}]"),
+                        _ => String::new(),
+                    },
+                );
             }
             rows.push(row);
         }

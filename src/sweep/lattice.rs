@@ -5,6 +5,7 @@
 use crate::metrics::{Class, METRIC_COLUMNS};
 use crate::sweep::axis::{spaced_value, AxisKind, SweepAxes, MAX_POINTS};
 use crate::sweep::SweepError;
+use crate::vocabulary::CLASS as COL_CLASS;
 
 /// What decides that a cell's corners disagree.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +34,7 @@ pub enum FractionTest {
 impl std::fmt::Display for RefineBy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RefineBy::Class => write!(f, "class"),
+            RefineBy::Class => write!(f, "{COL_CLASS}"),
             RefineBy::Metric { column, threshold } => {
                 write!(f, "{column} (split where it spans more than {threshold})")
             }
@@ -106,7 +107,7 @@ impl Refine {
         let max_level = int(&mut t, "max_level", 1, MAX_LEVEL)?.unwrap_or(3) as u32;
         let max_points = int(&mut t, "max_points", 1, MAX_POINTS as i64)?.unwrap_or(5000) as usize;
         let by = match t.remove("by") {
-            None => "class".to_string(),
+            None => COL_CLASS.to_string(),
             Some(toml::Value::String(s)) => s,
             Some(other) => return Err(err("by", format!("expected a string, got `{other}`"))),
         };
@@ -143,7 +144,7 @@ impl Refine {
                 )
             })
         };
-        let by = if by == "class" {
+        let by = if by == COL_CLASS {
             if threshold.is_some() {
                 return Err(err(
                     "threshold",

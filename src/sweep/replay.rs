@@ -7,10 +7,12 @@
 //! pictures, animation) without copying its parameters by hand.
 
 use crate::metrics::{Metrics, METRIC_COLUMNS};
-use crate::params::{Params, CHOICE_PARAMS, LIST_PARAMS, SCALAR_PARAMS};
+use crate::params::{Params, ACTUATED, CHOICE_PARAMS, LIST_PARAMS, SCALAR_PARAMS};
 use crate::simulate::{Backend, RunConfig};
 use crate::sweep::dataset::{Column, Dataset, META_ADAPTER, META_SWEEP};
-use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_POINT_ID, COL_REPEAT};
+use crate::sweep::schema::{
+    COL_BACKEND, COL_CLASS, COL_COMBO, COL_POINT_ID, COL_REPEAT, COL_STATUS, COL_T_RUN,
+};
 use crate::sweep::{SweepError, SweepSpec};
 
 /// Which row: by point id, or by combination and repeat.
@@ -114,7 +116,7 @@ pub fn row_params(ds: &Dataset, row: usize) -> Result<Params, SweepError> {
     }
     for &name in LIST_PARAMS {
         let value = text(ds, name, row)?;
-        if name == "actuated" || !value.is_empty() {
+        if name == ACTUATED || !value.is_empty() {
             p.set_text(name, value).map_err(|e| param_err(name, e))?;
         }
     }
@@ -134,7 +136,7 @@ pub fn row_params(ds: &Dataset, row: usize) -> Result<Params, SweepError> {
 /// `--until-settled` came from the command line (it is recorded only as the horizons
 /// the rows reached; each continued in steps of t_final up to a cap at least this).
 fn reached_horizon(ds: &Dataset, t_final: f64) -> Option<f64> {
-    let Some(Column::Num(t_run)) = ds.column("t_run") else {
+    let Some(Column::Num(t_run)) = ds.column(COL_T_RUN) else {
         return None;
     };
     let steps = t_run
@@ -160,8 +162,8 @@ impl Replay {
         cfg.until_settled = spec
             .until_settled
             .or_else(|| reached_horizon(ds, cfg.params.t_final));
-        let recorded_backend = text(ds, "backend", row)?.to_string();
-        let recorded_status = text(ds, "status", row)?.to_string();
+        let recorded_backend = text(ds, COL_BACKEND, row)?.to_string();
+        let recorded_status = text(ds, COL_STATUS, row)?.to_string();
         let mut notes = Vec::new();
         let own = match recorded_backend.as_str() {
             "reference" => Backend::Reference,
@@ -247,7 +249,7 @@ impl Replay {
             }
         }
         for (name, a, b) in [
-            ("status", &self.recorded_status, m.status.label()),
+            (COL_STATUS, &self.recorded_status, m.status.label()),
             (COL_CLASS, &self.recorded_class, m.class.label()),
         ] {
             if a != b {

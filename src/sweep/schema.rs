@@ -140,20 +140,14 @@ pub const META_INTERVAL: &str = "metachron.interval";
 /// Present when a summary covers only part of its dataset (`--allow-incomplete`).
 pub const META_INCOMPLETE: &str = "metachron.incomplete";
 
-// --- Columns readers look up by name.
+// --- Columns readers look up by name (declared in the vocabulary).
 
-pub const COL_POINT_ID: &str = "point_id";
-pub const COL_COMBO: &str = "combo";
-pub const COL_REPEAT: &str = "repeat";
-pub const COL_LEVEL: &str = "level";
-pub const COL_BACKEND: &str = "backend";
-pub const COL_SCHEME: &str = "scheme";
-pub const COL_STEP: &str = "step";
-pub const COL_ERROR: &str = "error";
-pub const COL_STATUS: &str = "status";
-pub const COL_CLASS: &str = "class";
-pub const COL_SETTLED: &str = "settled";
-pub const COL_T_RUN: &str = "t_run";
+pub use crate::vocabulary::metric::t_run as COL_T_RUN;
+pub use crate::vocabulary::{
+    BACKEND as COL_BACKEND, CLASS as COL_CLASS, COMBO as COL_COMBO, ERROR as COL_ERROR,
+    LEVEL as COL_LEVEL, POINT_ID as COL_POINT_ID, REPEAT as COL_REPEAT, SCHEME as COL_SCHEME,
+    SETTLED as COL_SETTLED, STATUS as COL_STATUS, STEP as COL_STEP,
+};
 
 #[cfg(test)]
 mod tests {

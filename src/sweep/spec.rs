@@ -219,7 +219,11 @@ impl SweepSpec {
     /// Random phases replace every point's psi_init: a `psi_init` axis with them on
     /// would be swept in name only.
     fn check_phase_axis(&self) -> Result<(), SweepError> {
-        match self.axes.iter().position(|a| a.param == "psi_init") {
+        match self
+            .axes
+            .iter()
+            .position(|a| a.param == crate::params::PSI_INIT)
+        {
             Some(i) if self.random_phases => Err(SweepError::Key {
                 file: self.file.clone(),
                 key: format!("axes[{i}] `psi_init`"),
@@ -439,7 +443,7 @@ fn read_base(
         None => toml::Table::new(),
     };
     // Random phases replace every point's psi_init: never silently.
-    if random_phases && base.contains_key("psi_init") {
+    if random_phases && base.contains_key(crate::params::PSI_INIT) {
         return Err(cx.err(
             "random_phases",
             "random initial phases (`random_phases = true`, the default with repeats > 1) \

@@ -9,10 +9,11 @@ use arrow_array::RecordBatch;
 
 use crate::error::OutputError;
 use crate::metrics::Class;
-use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, SCALAR_PARAMS};
+use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, OMEGA_LEGS, PSI_INIT, SCALAR_PARAMS};
 use crate::parquet::TableBuilder;
 use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
+use crate::vocabulary::{self as voc, metric, Aggregate, METRICS};
 
 /// The two-sided 95 % normal quantile.
 pub const Z95: f64 = 1.959_963_984_540_054;
@@ -47,18 +48,18 @@ pub fn widest_interval<'a>(classes: impl Iterator<Item = &'a str> + Clone) -> f6
         .fold(0.0, f64::max)
 }
 
-/// Metrics summarised per class (mean and standard deviation over that class' runs).
-pub const PER_CLASS_METRICS: &[(&str, &str)] = &[
-    ("lag_order", "1"),
-    ("mean_lag", "rad"),
-    ("displacement", "m"),
-    ("work", "J"),
-    ("work_axo", "J"),
-    ("cost_of_transport", "1"),
-];
+/// Metrics summarised per class (mean and standard deviation over that class' runs):
+/// the vocabulary's [`Aggregate::PerClass`] metrics, as (name, unit).
+pub fn per_class_metrics() -> impl Iterator<Item = (&'static str, &'static str)> {
+    METRICS
+        .iter()
+        .filter(|m| m.aggregate == Aggregate::PerClass)
+        .map(|m| (m.name, m.unit))
+}
 
-/// Metrics a dataset written before they existed lacks (summarised where present).
-const LATER_METRICS: &[&str] = &["work", "work_axo", "cost_of_transport"];
+/// Metrics a dataset of format version 2 may lack (it was written by a build without
+/// them): summarised where present.
+const OPTIONAL_METRICS: &[&str] = &[metric::work, metric::work_axo, metric::cost_of_transport];
 
 fn mean_std(x: &[f64]) -> (f64, f64) {
     let f: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();
@@ -94,8 +95,8 @@ fn parse_list(text: &str) -> Option<Vec<f64>> {
 /// The unit of a per-leg list parameter's entries (masks are 0/1).
 fn list_unit(name: &str) -> &'static str {
     match name {
-        "psi_init" => "rad",
-        "omega_legs" => "rad/s",
+        PSI_INIT => "rad",
+        OMEGA_LEGS => "rad/s",
         _ => "1",
     }
 }
@@ -130,7 +131,7 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
     // such as psi_init, which is left out) and the refinement level, typed as in the
     // rows: integers as integers, per-leg lists as list columns.
     let integer = |name: &str| {
-        ["n_actuated", COL_LEVEL].contains(&name)
+        [voc::N_ACTUATED, COL_LEVEL].contains(&name)
             || SCALAR_PARAMS
                 .iter()
                 .any(|s| s.name == name && matches!(s.range, crate::params::Range::Int(..)))
@@ -138,11 +139,11 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
     let params = SCALAR_PARAMS
         .iter()
         .map(|s| (s.name, s.unit))
-        .chain([("n_actuated", "1"), (COL_LEVEL, "1")])
+        .chain([(voc::N_ACTUATED, "1"), (COL_LEVEL, "1")])
         .chain(
             LIST_PARAMS
                 .iter()
-                .filter(|&&l| l != "psi_init")
+                .filter(|&&l| l != PSI_INIT)
                 .map(|&l| (l, list_unit(l))),
         )
         .chain(CHOICE_PARAMS.iter().map(|&c| (c, "")));
@@ -169,7 +170,7 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
         }
     }
     t.u32(
-        "n_runs",
+        voc::N_RUNS,
         "1",
         groups.values().map(|r| r.len() as u32).collect(),
     );
@@ -184,16 +185,15 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
             hi.push(h);
             widest[g] = widest[g].max(h - l);
         }
-        let name = format!("fraction_{}", c.label());
-        t.f64(&name, "1", f);
-        t.f64(&format!("{name}_lo"), "1", lo);
-        t.f64(&format!("{name}_hi"), "1", hi);
+        t.f64(&voc::fraction(c.label()), "1", f);
+        t.f64(&voc::fraction_bound(c.label(), "lo"), "1", lo);
+        t.f64(&voc::fraction_bound(c.label(), "hi"), "1", hi);
     }
-    t.f64("ci_width_max", "1", widest);
+    t.f64(voc::CI_WIDTH_MAX, "1", widest);
     if let Some(Column::Num(settled)) = ds.column(COL_SETTLED) {
         // Over the runs whose `settled` is known (null on backends without the sums).
         t.f64(
-            "fraction_settled",
+            voc::FRACTION_SETTLED,
             "1",
             groups
                 .values()
@@ -208,9 +208,9 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
                 .collect(),
         );
     }
-    for (m, unit) in PER_CLASS_METRICS {
+    for (m, unit) in per_class_metrics() {
         let Some(Column::Num(x)) = ds.column(m) else {
-            if LATER_METRICS.contains(m) {
+            if OPTIONAL_METRICS.contains(&m) {
                 continue;
             }
             return Err(missing(dir, m));
@@ -228,12 +228,12 @@ pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), Outpu
                 })
                 .collect();
             t.f64(
-                &format!("{m}_mean_{}", c.label()),
+                &voc::class_mean(m, c.label()),
                 unit,
                 stats.iter().map(|s| s.0).collect(),
             );
             t.f64(
-                &format!("{m}_std_{}", c.label()),
+                &voc::class_std(m, c.label()),
                 unit,
                 stats.iter().map(|s| s.1).collect(),
             );

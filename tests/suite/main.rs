@@ -38,4 +38,5 @@ mod terrain;
 mod touchdown;
 mod unattended_cli;
 mod until_settled;
+mod vocabulary;
 mod wgsl_dump;
