@@ -41,6 +41,11 @@ enum Command {
     /// Report a sweep dataset's health: complete, missing ids, bad or quarantined files,
     /// who wrote what. Exit 0 only when complete and clean.
     Check(cli::check::CheckArgs),
+    /// List every model parameter: name, unit, default, allowed range, meaning.
+    Params,
+    /// List every output column and metric: name, unit, type, how summarize treats it,
+    /// meaning.
+    Columns,
     /// Print a shell completion script, e.g. `metachron completions bash > ~/.local/share/bash-completion/completions/metachron`.
     Completions {
         #[arg(value_enum)]
@@ -108,6 +113,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Summarize(args) => cli::summarize::run(args),
         Command::Replay(args) => cli::replay::run(args),
         Command::Report(args) => cli::report::run(args),
+        Command::Params => cli::listing::run_params(),
+        Command::Columns => cli::listing::run_columns(),
     }
 }
 

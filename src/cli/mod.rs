@@ -3,6 +3,7 @@ pub mod bench;
 pub mod check;
 pub mod estimate;
 pub mod gpu;
+pub mod listing;
 pub mod map;
 pub mod pipe;
 pub mod replay;
