@@ -15,21 +15,6 @@ use crate::sweep::schema;
 use crate::sweep::verify::{self, quarantined, ranges, Expected, Scan, VerifyCache};
 use crate::sweep::{adaptive, refine, run, SweepError, SweepSpec};
 
-/// Why a dataset cannot be read as a whole.
-#[derive(Debug, thiserror::Error)]
-pub enum AuditError {
-    #[error(
-        "{dir}: no dataset here (no {manifest} and no shard=K/part-*.parquet files); give the \
-         --out DIR of a sweep"
-    )]
-    NoDataset { dir: String, manifest: &'static str },
-    #[error(
-        "{dir}: {reasons}. Run `metachron check {dir}` for the details, or pass \
-         --allow-incomplete to use what is there"
-    )]
-    Refused { dir: String, reasons: String },
-}
-
 /// The ids a dataset must hold.
 #[derive(Debug, Clone)]
 pub enum Planned {
@@ -145,7 +130,7 @@ pub fn recorded_sweep(dir: &Path, m: &Manifest) -> Result<SweepSpec, SweepError>
 /// manifest records). `cached`: trust parts whose verification is recorded and
 /// unchanged (readers); `check` reads every byte.
 pub fn audit(dir: &Path, sweep: Option<SweepSpec>, cached: bool) -> Result<Audit, SweepError> {
-    let manifest = verify::manifest_of(dir)?.ok_or_else(|| AuditError::NoDataset {
+    let manifest = verify::manifest_of(dir)?.ok_or_else(|| SweepError::NoDataset {
         dir: dir.display().to_string(),
         manifest: schema::MANIFEST_FILE,
     })?;
@@ -319,11 +304,10 @@ pub fn read_verified(dir: &Path, allow_incomplete: bool) -> Result<Verified, Swe
     let mut audit = audit(dir, None, true)?;
     let problems = audit.health.problems();
     if !problems.is_empty() && !allow_incomplete {
-        return Err(AuditError::Refused {
+        return Err(SweepError::Refused {
             dir: dir.display().to_string(),
             reasons: problems.join("; "),
-        }
-        .into());
+        });
     }
     let dataset = match audit.rows.take() {
         Some(ds) => ds,

@@ -63,6 +63,16 @@ pub enum SweepError {
     Output(#[from] OutputError),
     #[error(transparent)]
     Manifest(#[from] manifest::ManifestError),
-    #[error(transparent)]
-    Audit(#[from] audit::AuditError),
+    /// A directory that holds no dataset (`check`, `summarize`, `map`, `report`, `replay`).
+    #[error(
+        "{dir}: no dataset here (no {manifest} and no shard=K/part-*.parquet files); give the \
+         --out DIR of a sweep"
+    )]
+    NoDataset { dir: String, manifest: &'static str },
+    /// A dataset that `check` would not pass, refused by a reader.
+    #[error(
+        "{dir}: {reasons}. Run `metachron check {dir}` for the details, or pass \
+         --allow-incomplete to use what is there"
+    )]
+    Refused { dir: String, reasons: String },
 }
