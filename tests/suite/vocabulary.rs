@@ -122,3 +122,56 @@ fn the_scan_sees_a_spelled_name() {
     );
     assert!(spelled(r#"ds.column(CLASS)"#, &names).is_empty());
 }
+
+/// The files a run writes carry the vocabulary's units: a short `simulate` with its
+/// metrics row and time series, every field that the vocabulary declares (per-leg time
+/// series columns by their prefix) holding the declared unit in its metadata.
+#[test]
+fn written_files_carry_the_vocabularys_units() {
+    use metachron::parquet::read_parquet;
+    let dir = crate::common::scratch("units");
+    let (metrics, series) = (dir.join("m.parquet"), dir.join("ts.parquet"));
+    let (code, _, err) = crate::common::bin::run(&[
+        "simulate",
+        "--backend",
+        "cpu",
+        "--set",
+        "t_final=0.2",
+        "--quiet",
+        "--metrics",
+        metrics.to_str().unwrap(),
+        "--out",
+        series.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let declared = |name: &str| {
+        METRICS
+            .iter()
+            .chain(COLUMNS)
+            .find(|c| c.name == name)
+            .map(|c| c.unit)
+    };
+    let mut checked = 0;
+    for (file, per_leg_prefixes) in [(&metrics, false), (&series, true)] {
+        let (batches, _) = read_parquet(file).unwrap();
+        let schema = batches[0].schema();
+        for f in schema.fields() {
+            let name = f.name().as_str();
+            // psi_3 -> psi: a time series' per-leg column is declared by its prefix.
+            let base = match name.rsplit_once('_') {
+                Some((p, i)) if per_leg_prefixes && i.bytes().all(|b| b.is_ascii_digit()) => p,
+                _ => name,
+            };
+            if let Some(unit) = declared(base) {
+                let written = f.metadata().get("unit").map(String::as_str).unwrap_or("");
+                assert_eq!(written, unit, "{}: column {name}", file.display());
+                checked += 1;
+            }
+        }
+    }
+    // Every metric and the outcome columns of the row, and the series' 9 legs x 4 + 5.
+    assert!(
+        checked >= METRICS.len() + 6 + 41,
+        "only {checked} columns checked"
+    );
+}
