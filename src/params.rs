@@ -362,9 +362,14 @@ pub struct TextParamSpec {
     pub unit: &'static str,
     /// The default as written in a file.
     pub default: &'static str,
-    /// What the value may be.
-    pub allowed: &'static str,
+    /// What the value may be, in words.
+    pub allowed: fn() -> String,
     pub doc: &'static str,
+}
+
+/// What a mask parameter may be: a mask name or one 0/1 per leg ([`parse_mask`]'s names).
+fn mask_allowed() -> String {
+    "all | none | first | every_other | one 0/1 per leg".into()
 }
 
 /// The text parameters' one-line descriptions (the order of [`LIST_PARAMS`], then
@@ -374,35 +379,35 @@ pub const TEXT_PARAMS: &[TextParamSpec] = &[
         name: ACTUATED,
         unit: "1",
         default: "all",
-        allowed: "all | none | first | every_other | one 0/1 per leg",
+        allowed: mask_allowed,
         doc: "Per-leg actuation mask (1 = basal servo on)",
     },
     TextParamSpec {
         name: PSI_INIT,
         unit: "rad",
         default: "(psi1 + (i-1) dphi)",
-        allowed: "one angle per leg",
+        allowed: || "one angle per leg".into(),
         doc: "Explicit initial basal angles; overrides psi1 + (i-1) dphi",
     },
     TextParamSpec {
         name: OMEGA_LEGS,
         unit: "rad/s",
         default: "(omega for every leg)",
-        allowed: "one rate per leg",
+        allowed: || "one rate per leg".into(),
         doc: "Per-leg target rates; overrides omega leg by leg",
     },
     TextParamSpec {
         name: AXO_ACTUATED,
         unit: "1",
         default: "all",
-        allowed: "all | none | first | every_other | one 0/1 per leg",
+        allowed: mask_allowed,
         doc: "Per-leg mask of the internal couple (1 = the leg's motors act)",
     },
     TextParamSpec {
         name: TERRAIN,
         unit: "",
         default: "flat",
-        allowed: "a terrain kind (TerrainKind::ALL)",
+        allowed: || TerrainKind::ALL.map(TerrainKind::label).join(" | "),
         doc: "The terrain's profile (flat: the paper's line x = X_t)",
     },
 ];

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use metachron::params::{Params, TerrainKind, SCALAR_PARAMS, TERRAIN, TEXT_PARAMS};
+use metachron::params::{Params, SCALAR_PARAMS, TEXT_PARAMS};
 use metachron::vocabulary::{Aggregate, Column, Kind, COLUMNS, METRICS};
 
 /// Rows as aligned columns: every column as wide as its widest cell, the last one free.
@@ -55,16 +55,11 @@ pub fn params_table() -> String {
         })
         .collect();
     for t in TEXT_PARAMS {
-        let allowed = if t.name == TERRAIN {
-            TerrainKind::ALL.map(|k| k.label()).join(" | ")
-        } else {
-            t.allowed.to_string()
-        };
         rows.push(vec![
             t.name.to_string(),
             t.unit.to_string(),
             t.default.to_string(),
-            allowed,
+            (t.allowed)(),
             t.doc.to_string(),
         ]);
     }

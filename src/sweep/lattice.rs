@@ -5,7 +5,7 @@
 use crate::metrics::{Class, METRIC_COLUMNS};
 use crate::sweep::axis::{spaced_value, AxisKind, SweepAxes, MAX_POINTS};
 use crate::sweep::SweepError;
-use crate::vocabulary::CLASS as COL_CLASS;
+use crate::vocabulary::{metric_named, CLASS as COL_CLASS};
 
 /// What decides that a cell's corners disagree.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,7 +169,7 @@ impl Refine {
                 threshold,
                 test: test.unwrap_or(FractionTest::Difference),
             }
-        } else if METRIC_COLUMNS.iter().any(|(m, _)| *m == by) {
+        } else if metric_named(&by).is_some() {
             let threshold = need_threshold(&by)?;
             RefineBy::Metric {
                 column: by,

@@ -12,26 +12,15 @@ const ROOTS: [&str; 9] = [
 
 /// The files whose text is read for references.
 fn texts(root: &Path) -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if matches!(
-                p.extension().and_then(|x| x.to_str()),
-                Some("rs" | "md" | "wgsl" | "toml" | "py" | "sh" | "sbatch")
-            ) || p.file_name().is_some_and(|n| n == "run")
-            {
-                out.push(p);
-            }
-        }
-    }
+    let text = |p: &Path| {
+        matches!(
+            p.extension().and_then(|x| x.to_str()),
+            Some("rs" | "md" | "wgsl" | "toml" | "py" | "sh" | "sbatch")
+        ) || p.file_name().is_some_and(|n| n == "run")
+    };
     let mut out = vec![root.join("README.md"), root.join("Cargo.toml")];
     for r in ROOTS {
-        walk(&root.join(r), &mut out);
+        out.extend(crate::common::files_under(&root.join(r), &text));
     }
     out
 }

@@ -61,24 +61,15 @@ fn spelled<'a>(line: &'a str, names: &BTreeSet<&str>) -> Vec<&'a str> {
         .collect()
 }
 
-fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn no_source_spells_a_column_name_outside_the_vocabulary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let names = names();
     assert!(names.contains("class") && names.contains("lag_order") && names.contains("psi_init"));
-    let mut files = Vec::new();
-    sources(&root.join("src"), &mut files);
+    let files = crate::common::files_under(&root.join("src"), &|p| {
+        p.extension().is_some_and(|x| x == "rs")
+    });
+    assert!(!files.is_empty(), "no sources under src/");
     let mut found = Vec::new();
     for f in files {
         let rel = f

@@ -7,6 +7,23 @@ pub mod validation;
 
 use std::path::{Path, PathBuf};
 
+/// Every file below `dir` (recursively) that `keep` accepts; a missing `dir` has none.
+pub fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p, keep));
+        } else if keep(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// An empty directory of the calling test module's own, `target/tmp/<module>/<name>`:
 /// emptied first, so a rerun starts clean, and apart from every other module's (the
 /// modules share one test binary, so the caller's file names the directory).
