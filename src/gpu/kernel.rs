@@ -55,6 +55,11 @@ impl Code {
         self.s.push_str(text.as_ref());
         self.s.push('\n');
     }
+    /// Marks where a stage of the step begins (`// @stage NAME`): tests/suite/stages.rs
+    /// reads the markers of generated kernels against the CPU's stage list.
+    fn stage(&mut self, name: &str) {
+        self.line(format!("// @stage {name}"));
+    }
     fn open(&mut self, text: impl AsRef<str>) {
         self.line(text);
         self.indent += 1;
@@ -147,13 +152,14 @@ impl Leg {
     }
 }
 
-/// The kick of one leg at the midpoint (q, v in registers, spring force `fb`): writes
-/// the new velocity into v_* and adds the actuation work to t_work. CPU: `kick_leg`.
-/// Compensated: the step-end shift is left in `sh_*` for [`second_drift_compensated`].
-/// `ground`: the tip's contact on the terrain with Coulomb friction ([`tip_contact`]),
-/// whose friction column lies along the tangent t (X-block terms where flat ground has
-/// none); without it the paper's flat, viscous tip.
-fn kick(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
+/// Stage `leg_forces` of this leg at the midpoint (q, v in registers, spring force
+/// `fb`): the constraint quantities, the bending, the weight, the penalty's multiple of
+/// J, the servo, the tip's contact and the internal couple, into the kick's right-hand
+/// side r' (`r_*`). `ground`: the tip's contact on the terrain with Coulomb friction
+/// ([`tip_contact`]); without it the paper's flat, viscous tip.
+/// CPU: `lanes::kernel::leg_forces`.
+fn leg_forces(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
+    c.stage("leg_forces");
     let (n, m, l) = (leg.n, leg.m(), leg.l());
     let mats = leg.mats;
     let (ib, id, tip) = (n, 3 * n, n - 1);
@@ -221,6 +227,20 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
     for i in 0..l {
         c.line(format!("let r_{i} = p_lambda * j_{i} * jv + h * f_{i};"));
     }
+}
+
+/// Stage `kick_solve` of this leg: v_new from (P + UUᵀ)v_new = a·Pv + r' by Woodbury
+/// with three columns (an inactive one scaled to zero): w = P⁻¹u₁ as a full vector, the
+/// other two columns of U hit single entries of P⁻¹, C = I + UᵀP⁻¹U by an unrolled 3×3
+/// LDLᵀ, v_new = a·v + P⁻¹(r' − U y). P⁻¹ is stored dense (the CPU solves with P's band
+/// factor instead; docs/gpu.md says why). Compensated: one refinement along u₁.
+/// CPU: `lanes::kernel::kick_solve`.
+fn kick_solve(c: &mut Code, leg: Leg, ground: bool, arith: Arith) {
+    c.stage("kick_solve");
+    let (n, l) = (leg.n, leg.l());
+    let mats = leg.mats;
+    let (ib, id, tip) = (n, 3 * n, n - 1);
+    let cn = 3 * n - 1;
     c.line("// Woodbury, three columns: u₁ = s₁J; u₂ = s₂(gb e_b1 + gd e_d1) (servo);");
     if ground {
         c.line("// u₃ = s₃(tx e_an + ty e_cn) (tip friction along t); s₂, s₃ = 0 while inactive.");
@@ -243,7 +263,43 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
     }
     c.line("// w = P⁻¹u₁; P⁻¹u₂ and P⁻¹u₃ are columns of P⁻¹ (entries read where needed).");
     leg.dense_mul(c, mats.p_inv(), "u1", "let w", None);
-    let p = |r: usize, col: usize| leg.mat(mats.p_inv(), r, col);
+    woodbury_system(c, leg, ground);
+    c.line("// C y = Uᵀ P⁻¹ r by LDLᵀ (C is SPD: I plus a Gram matrix).");
+    c.line("let l21 = c21 / c11;");
+    c.line("let l31 = c31 / c11;");
+    c.line("let d2 = c22 - l21 * c21;");
+    c.line("let l32 = (c32 - l31 * c21) / d2;");
+    c.line("let d3 = c33 - l31 * c31 - l32 * l32 * d2;");
+    ldlt_solve(c, ["y1r", "y2r", "y3r"], "y");
+    c.line("// v_new = a·v + P⁻¹(r' − U y).");
+    for i in 0..l {
+        let mut x = format!("r_{i} - y1 * u1_{i}");
+        if i == ib {
+            x += " - y2 * u2b";
+        }
+        if i == id {
+            x += " - y2 * u2d";
+        }
+        if ground && i == tip {
+            x += " - y3 * u3x";
+        }
+        if i == cn {
+            x += if ground { " - y3 * u3y" } else { " - y3 * s3" };
+        }
+        c.line(format!("let x_{i} = {x};"));
+    }
+    leg.dense_mul(c, mats.p_inv(), "x", "v", Some("p_inertia_share"));
+    if arith == Arith::Compensated {
+        penalty_direction_refined(c, leg);
+    }
+}
+
+/// The Woodbury system C y = Uᵀ(a·v + P⁻¹r'): C = I + UᵀP⁻¹U from w = P⁻¹u₁ and
+/// single entries of P⁻¹ (`c11` … `c33`), the right-hand side `y1r` … `y3r`.
+fn woodbury_system(c: &mut Code, leg: Leg, ground: bool) {
+    let (n, m, l) = (leg.n, leg.m(), leg.l());
+    let (ib, id, tip, cn) = (n, 3 * n, n - 1, 3 * n - 1);
+    let p = |r: usize, col: usize| leg.mat(leg.mats.p_inv(), r, col);
     c.line(format!("let c11 = {} + 1.0;", leg.dot("u1", "w", 0..l)));
     c.line(format!("let c21 = u2b * w_{ib} + u2d * w_{id};"));
     if ground {
@@ -288,35 +344,20 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
             leg.p_row(n - 1, "r", m)
         ));
     }
-    c.line("// C y = Uᵀ P⁻¹ r by LDLᵀ (C is SPD: I plus a Gram matrix).");
-    c.line("let l21 = c21 / c11;");
-    c.line("let l31 = c31 / c11;");
-    c.line("let d2 = c22 - l21 * c21;");
-    c.line("let l32 = (c32 - l31 * c21) / d2;");
-    c.line("let d3 = c33 - l31 * c31 - l32 * l32 * d2;");
-    ldlt_solve(c, ["y1r", "y2r", "y3r"], "y");
-    c.line("// v_new = a·v + P⁻¹(r' − U y).");
-    for i in 0..l {
-        let mut x = format!("r_{i} - y1 * u1_{i}");
-        if i == ib {
-            x += " - y2 * u2b";
-        }
-        if i == id {
-            x += " - y2 * u2d";
-        }
-        if ground && i == tip {
-            x += " - y3 * u3x";
-        }
-        if i == cn {
-            x += if ground { " - y3 * u3y" } else { " - y3 * s3" };
-        }
-        c.line(format!("let x_{i} = {x};"));
-    }
-    leg.dense_mul(c, mats.p_inv(), "x", "v", Some("p_inertia_share"));
-    if arith == Arith::Compensated {
-        penalty_direction_refined(c, leg);
-    }
-    c.line("// Touchdown correction (CPU: kick_leg): along D = P⁻¹U·C⁻¹e₁ = s₁S⁻¹J the");
+}
+
+/// Stage `touchdown` of this leg (docs/integrators.md, "Touchdown"): along
+/// D = P⁻¹U·C⁻¹e₁ the velocity gets the re-solve for the consistent vᵀGv and the leg's
+/// q the shift of the step end (compensated: left in `sh_*` for the closing drift);
+/// then the servo's and the couple's work into `t_work`, `t_work_axo`.
+/// CPU: `lanes::kernel::touchdown`.
+fn touchdown(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
+    c.stage("touchdown");
+    let (n, m, l) = (leg.n, leg.m(), leg.l());
+    let mats = leg.mats;
+    let (ib, id) = (n, 3 * n);
+    let p = |r: usize, col: usize| leg.mat(mats.p_inv(), r, col);
+    c.line("// Touchdown correction: along D = P⁻¹U·C⁻¹e₁ = s₁S⁻¹J the");
     c.line("// kick is re-solved for its consistent vᵀGv, (2 + k)σ = ½s_old + (3/2)(1 + k)s_new,");
     c.line("// and the midpoint moves by ½h²·s_new·S⁻¹J/(JᵀS⁻¹J), JᵀS⁻¹J = (1 − e1)/s₁².");
     leg.fe_mul(c, mats.geometric(), "v", "gvn");
@@ -361,7 +402,7 @@ fn kick(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) {
     c.line(format!("let psi_dot = gb * v_{ib} + gd * v_{id};"));
     c.line("t_work += h * abs(lg_k_p * (-lg_omega - psi_dot) * psi_dot);");
     if couple {
-        c.line("// At the step's mean velocity, as the CPU (`lanes::kernel::kick_leg`).");
+        c.line("// At the step's mean velocity, as the CPU (`lanes::kernel::touchdown`).");
         c.line(format!(
             "t_work_axo += h * abs((qa_v_old + {}) * 0.5);",
             leg.dot("qa", "v", 0..l)
@@ -711,10 +752,11 @@ fn ldlt_solve(c: &mut Code, rhs: [&str; 3], out: &str) {
     ));
 }
 
-/// The body's kick: explicit loads (springs summed over the robot's legs, contact),
+/// Stage `body_kick`: the body's explicit loads (springs summed over the robot's legs, contact),
 /// implicit damping (CPU: the end of `lanes::kernel::step`). `ground`: P_1, P_2 on the
 /// terrain (`body_contact_ground`, with the body's low y word where compensated).
 fn body_kick(c: &mut Code, n_legs: usize, ground: bool, arith: Arith) {
+    c.stage("body_kick");
     c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
     let loads: Vec<String> = (0..n_legs)
         .map(|j| format!("wg_load[first + {j}u].xyz"))
@@ -834,7 +876,19 @@ fn state_registers(lay: StateLayout) -> Vec<(String, usize, &'static str)> {
     out
 }
 
-/// The entry point for `shape` in `arith` (after the header and the shader files).
+/// What the entry point's parts are generated for: one kernel shape in one arithmetic.
+#[derive(Clone, Copy)]
+struct Kernel {
+    lay: StateLayout,
+    leg: Leg,
+    couple: bool,
+    ground: bool,
+    arith: Arith,
+}
+
+/// The entry point for `shape` in `arith` (after the header and the shader files): the
+/// state read once, the step loop (the step's stages, then an output sample's metrics),
+/// the state written once.
 pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     let KernelShape {
         n_legs,
@@ -843,25 +897,47 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         ground,
         ..
     } = shape;
-    let comp = arith == Arith::Compensated;
     let lay = StateLayout {
         n_legs,
         n_nodes,
-        compensated: comp,
+        compensated: arith == Arith::Compensated,
     };
     let leg = Leg {
         n: n_nodes,
         mats: shape.matrices(),
     };
-    let (n, l) = (n_nodes, lay.leg_dofs());
+    let k = Kernel {
+        lay,
+        leg,
+        couple,
+        ground,
+        arith,
+    };
     let mut c = Code {
         s: String::new(),
         indent: 0,
     };
+    dispatch_start(&mut c, k);
+    c.open("for (var s = ctl.step_begin; s < ctl.step_end; s++) {");
+    c.line("// Step s (s ≥ 1) of this robot, then the output sample it completes.");
+    c.line("let act = live && s <= total;");
+    c.line("let stepping = act && s > 0u;");
+    c.line("// @step-loop (a marker for the budget tests)");
+    step_stages(&mut c, k);
+    sample_metrics(&mut c, k);
+    c.close();
+    dispatch_end(&mut c, lay);
+    c.close();
+    c.s
+}
+
+/// The entry point's opening: which robot and leg this invocation is, its schedule, and
+/// its state and running sums read once.
+fn dispatch_start(c: &mut Code, k: Kernel) {
     c.line("// Generated by src/gpu/kernel.rs: one invocation per leg, the robot's legs");
-    c.line("// side by side in the workgroup. CPU twin: `dkd::integrate` feeding");
-    c.line("// `MetricsAccumulator::push`.");
-    if couple {
+    c.line("// side by side in the workgroup. CPU twin: `lanes::kernel::step` (stage by");
+    c.line("// stage, `// @stage` below) and, at a sample, `MetricsAccumulator::push`.");
+    if k.couple {
         c.line("// Each leg's couple work at a sample, summed over the robot's legs.");
         c.line("var<workgroup> wg_axo: array<real, WORKGROUP_SIZE>;");
     }
@@ -883,32 +959,29 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     c.line("let total = (n_samples - 1u) * per + ints[ri].steps_last;");
     c.line("let window_first = ints[ri].window_first;");
     c.line("let h = instances[ri].h;");
-    if comp {
+    if k.arith == Arith::Compensated {
         c.line(format!(
             "let one = mats[ms + {}u]; // 1, opaque to the compiler",
-            leg.mats.one()
+            k.leg.mats.one()
         ));
     }
-    state_load(&mut c, lay);
-    c.s.push_str(&tally::wgsl_load(&lay));
+    state_load(c, k.lay);
+    c.s.push_str(&tally::wgsl_load(&k.lay));
     c.line("var fb = vec2<real>(0.0, 0.0);");
-    c.open("for (var s = ctl.step_begin; s < ctl.step_end; s++) {");
-    c.line("// Step s (s ≥ 1) of this robot, then the output sample it completes.");
-    c.line("let act = live && s <= total;");
-    c.line("let stepping = act && s > 0u;");
-    c.line("// @step-loop (a marker for the budget tests)");
+}
+
+/// One step, stage by stage in the order of the CPU's `lanes::kernel::STEP_STAGES`. The
+/// legs of a robot meet twice in workgroup memory: the basal points after the opening
+/// drift, the spring loads before the kicks.
+fn step_stages(c: &mut Code, k: Kernel) {
+    let (n, l) = (k.leg.n, k.lay.leg_dofs());
     c.open("if stepping {");
-    match arith {
-        Arith::Plain => half_drift(&mut c, l),
-        Arith::Compensated => first_drift_compensated(&mut c, l),
-    }
+    opening_drift(c, k.arith, l);
     c.line(format!("wg_base[lid] = vec2<real>(q_0, q_{});", 2 * n));
     c.close();
     c.line("workgroupBarrier();");
     c.open("if stepping {");
-    c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
-    c.line("fb = share.base;");
-    c.line("wg_load[lid] = vec4<real>(share.load, 0.0);");
+    spring_loads(c);
     c.close();
     c.line("workgroupBarrier();");
     c.open("if stepping {");
@@ -916,15 +989,52 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         s: String::new(),
         indent: c.indent,
     };
-    kick(&mut body_code, leg, couple, ground, arith);
-    body_kick(&mut body_code, n_legs, ground, arith);
-    match arith {
-        Arith::Plain => half_drift(&mut body_code, l),
-        Arith::Compensated => second_drift_compensated(&mut body_code, leg),
-    }
+    leg_forces(&mut body_code, k.leg, k.couple, k.ground, k.arith);
+    kick_solve(&mut body_code, k.leg, k.ground, k.arith);
+    touchdown(&mut body_code, k.leg, k.couple, k.ground, k.arith);
+    body_kick(&mut body_code, k.lay.n_legs, k.ground, k.arith);
+    closing_drift(&mut body_code, k.leg, k.arith);
     c.s.push_str(&member_lets(&body_code.s, c.indent));
     c.s.push_str(&body_code.s);
     c.close();
+}
+
+/// Stage `opening_drift`: q += h/2·v for the leg's registers and its body copy
+/// (compensated: in pairs). CPU: `lanes::kernel::opening_drift`.
+fn opening_drift(c: &mut Code, arith: Arith, l: usize) {
+    c.stage("opening_drift");
+    match arith {
+        Arith::Plain => half_drift(c, l),
+        Arith::Compensated => first_drift_compensated(c, l),
+    }
+}
+
+/// Stage `spring_loads`: this leg's share of the springs (`leg_springs`,
+/// shaders/springs.wgsl) from the basal points in workgroup memory: the force on its
+/// base and its part of the body's load. CPU: `lanes::kernel::spring_loads`.
+fn spring_loads(c: &mut Code) {
+    c.stage("spring_loads");
+    c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
+    c.line("fb = share.base;");
+    c.line("wg_load[lid] = vec4<real>(share.load, 0.0);");
+}
+
+/// Stage `closing_drift`: q += h/2·v after the touchdown's shift (compensated: the
+/// shift and the drift in pairs, and the carried V moved to the step end).
+/// CPU: `lanes::kernel::closing_drift`.
+fn closing_drift(c: &mut Code, leg: Leg, arith: Arith) {
+    c.stage("closing_drift");
+    match arith {
+        Arith::Plain => half_drift(c, leg.l()),
+        Arith::Compensated => second_drift_compensated(c, leg),
+    }
+}
+
+/// At an output sample: every leg's tangent, work and sanity into workgroup memory, then
+/// the divergence check over the robot's legs and the metrics' running sums
+/// (shaders/metrics.wgsl). CPU: the lane driver's read-off and `MetricsAccumulator::push`.
+fn sample_metrics(c: &mut Code, k: Kernel) {
+    let (n, l, n_legs) = (k.leg.n, k.lay.leg_dofs(), k.lay.n_legs);
     c.line("let k = sample_index(s, per, total, n_samples);");
     c.line("let sampling = act && k != NO_SAMPLE;");
     c.open("if sampling {");
@@ -948,7 +1058,7 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         "wg_sample[lid] = vec4<real>(q_{n} / rt, q_{} / rt, t_work, select(real(0.0), real(1.0), sane));",
         3 * n
     ));
-    if couple {
+    if k.couple {
         c.line("wg_axo[lid] = t_work_axo;");
     }
     c.close();
@@ -965,15 +1075,27 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     c.line("diverged = k + 1u;");
     c.close();
     c.open("else {");
+    sample_sums(c, k);
+    c.close();
+    c.close();
+}
+
+/// The metrics' running sums of a sane sample: the robot's tangents, work, Kuramoto
+/// phasor, tip and body positions and the leg's constraint, then shaders/metrics.wgsl.
+fn sample_sums(c: &mut Code, k: Kernel) {
+    let (n, leg, n_legs) = (k.leg.n, k.leg, k.lay.n_legs);
+    let comp = k.arith == Arith::Compensated;
+    let all =
+        |f: &dyn Fn(usize) -> String, sep: &str| (0..n_legs).map(f).collect::<Vec<_>>().join(sep);
     c.line("let tangent = wg_sample[lid].xy;");
     c.line("let next = wg_sample[min(lid + 1u, WORKGROUP_SIZE - 1u)].xy;");
-    if ground {
+    if k.ground {
         c.line("// The tip's x plus the terrain's height there: tip_x ≥ X_t is its depth");
         c.line("// d = x − X_t + h(y) ≥ 0 (CPU: `MetricsAccumulator::push`).");
         c.line(format!(
             "let tip_x = q_{} + ground_at(ri, {}).x;",
             n - 1,
-            tip_u(leg, arith, "instances[ri].terrain_start")
+            tip_u(leg, k.arith, "instances[ri].terrain_start")
         ));
     } else {
         c.line(format!("let tip_x = q_{};", n - 1));
@@ -993,13 +1115,13 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         all(&|j| format!("-wg_sample[first + {j}u].y"), " + ")
     ));
     if comp {
-        exact_constraint(&mut c, leg);
+        exact_constraint(c, leg);
     } else {
-        leg.fe_mul(&mut c, leg.mats.geometric(), "q", "gs");
+        leg.fe_mul(c, leg.mats.geometric(), "q", "gs");
         c.line(format!(
             "let constraint = ({}) + ({}) - instances[ri].leg_length;",
             leg.dot("q", "gs", 0..leg.m()),
-            leg.dot("q", "gs", leg.m()..l)
+            leg.dot("q", "gs", leg.m()..leg.l())
         ));
     }
     for line in include_str!("../../shaders/metrics.wgsl").lines() {
@@ -1007,19 +1129,20 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
             c.line(line);
         }
     }
-    if couple {
+    if k.couple {
         c.line("// The couples' work of the robot at this sample (CPU: `Sample::work_axo`).");
         c.line(format!(
             "t_last_work_axo = {};",
             all(&|j| format!("wg_axo[first + {j}u]"), " + ")
         ));
     }
-    c.close();
-    c.close();
-    c.close();
+}
+
+/// The state and the running sums written once, and a diverged robot's status.
+fn dispatch_end(c: &mut Code, lay: StateLayout) {
     c.line("// The state, written once.");
     c.open("if inside {");
-    state_store(&mut c, lay);
+    state_store(c, lay);
     c.open("if leg == 0u {");
     c.open("if diverged > 0u {");
     c.line("status[ri] = diverged;");
@@ -1027,6 +1150,4 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     c.close();
     c.s.push_str(&tally::wgsl_store(&lay));
     c.close();
-    c.close();
-    c.s
 }

@@ -301,6 +301,9 @@ fn emit_samples(
 }
 
 /// Integrate from the initial state to `t_final`; see [`crate::reference::run_reference`].
+/// Each step: size it (an event located in the last try ends it there), refresh the
+/// Jacobian and the Newton matrix where needed, solve the implicit stages, estimate the
+/// error, locate contact switches inside the step, accept (samples, work) or retake.
 pub fn integrate(
     robot: &Robot,
     settings: &ReferenceSettings,
@@ -309,240 +312,405 @@ pub fn integrate(
     on_sample: &mut dyn FnMut(&Sample),
     on_progress: &mut dyn FnMut(f64),
 ) -> (Status, SolverStats) {
-    let t_final = robot.p.t_final;
-    let nq = robot.nq();
-    let l = robot.leg_dofs;
-    let (rtol, atol) = (settings.rtol, settings.atol);
-    let (mut q, mut v) = robot.initial_state();
-    let mut sys = System::new(robot, &q, settings.couple_in_newton);
-    let mut stats = SolverStats::default();
-    let switching = Switching::new(atol);
-    // A contact switch located inside the last step: (surface, its time). The step is
-    // retaken to end there, and the mode switches at its end.
-    let mut pending: Option<(usize, f64)> = None;
-    let mut scratch = vec![0.0; nq];
-    let mut work = Powers::default();
-    let mut t = 0.0;
-    let mut a_n = vec![0.0; nq];
-    let mut p_n = sys.accel(t, &q, &v, &mut a_n);
-
-    // Stage storage: velocities (= q-slopes), accelerations and powers.
-    let mut vs = vec![vec![0.0; nq]; STAGES];
-    let mut accs = vec![vec![0.0; nq]; STAGES];
-    let mut pw = [Powers::default(); STAGES];
-    let (mut q_t, mut v_t) = (vec![0.0; nq], vec![0.0; nq]);
-    let (mut q_s, mut res) = (vec![0.0; nq], vec![0.0; nq]);
-    let (mut q_new, mut v_new) = (vec![0.0; nq], vec![0.0; nq]);
-    let (mut err_q, mut err_v) = (vec![0.0; nq], vec![0.0; nq]);
-
-    // Jacobian and the factorised Newton matrix.
-    let (mut jq, mut jv) = (vec![0.0; nq * nq], vec![0.0; nq * nq]);
-    let mut newton = BorderedBand::new(nq, 3, 2 * l - 1, l + 2 * robot.n_nodes);
-    let mut jac_fresh = false;
-    let mut jac_valid = false;
-    let mut lu_hg = f64::NAN;
-
+    let mut st = Stepper::new(robot, settings);
     let mut next = 0usize;
     if sample_times.first() == Some(&0.0) {
-        let mut smp = Sample::from_state(robot, 0.0, &q, 0.0);
-        smp.v = v.clone();
+        let mut smp = Sample::from_state(robot, 0.0, &st.q, 0.0);
+        smp.v = st.v.clone();
         on_sample(&smp);
         next = 1;
     }
-
-    let mut h = 1e-6_f64.min(t_final);
-    let mut rejected_last = false;
-    let mut stalled = 0usize;
-    let mut err_prev = 1.0_f64;
-    let failed = |time: f64, reason: SolverFailure| Status::SolverFailed { time, reason };
     let status = loop {
-        if stats.steps >= settings.max_steps || deadline.passed() {
-            break Status::BudgetExceeded { time: t };
+        if let Some(stop) = st.out_of_budget_or_stalled(deadline) {
+            break stop;
         }
-        stalled = if h < settings.stall_step {
-            stalled + 1
+        let (h_step, last) = st.step_size();
+        let hg = h_step * GAMMA;
+        if let Err(stop) = st.refresh_newton_matrix(hg) {
+            break stop;
+        }
+        let Some(max_rate) = st.solve_stages(h_step, hg) else {
+            match st.after_newton_failure(h_step) {
+                Ok(()) => continue,
+                Err(stop) => break stop,
+            }
+        };
+        let err = st.error_estimate(h_step, hg);
+        // PI step-size controller (Gustafsson), exponents for an order-2 estimate.
+        let factor = if err.is_finite() {
+            let e = err.max(1e-10);
+            (0.9 * e.powf(-0.7 / 3.0) * st.err_prev.powf(0.4 / 3.0)).clamp(0.2, 2.0)
+        } else {
+            0.2
+        };
+        if !(err.is_finite() && err <= 1.0) {
+            match st.reject(h_step, factor) {
+                Ok(()) => continue,
+                Err(stop) => break stop,
+            }
+        }
+        if st.switch_inside_step(h_step) {
+            continue;
+        }
+        match st.accept(h_step, sample_times, &mut next, on_sample) {
+            Ok(t) => on_progress(t),
+            Err(stop) => break stop,
+        }
+        if last {
+            break Status::Ok;
+        }
+        st.after_accept(factor, err, max_rate);
+    };
+    st.stats.rhs_evals = st.sys.evals;
+    (status, st.stats)
+}
+
+/// The reference integration between steps: the state, the step size and controller
+/// memory, the Jacobian and the factorised Newton matrix, the contact switch located
+/// in the last try, and the work space of the stages.
+struct Stepper<'a> {
+    robot: &'a Robot,
+    settings: &'a ReferenceSettings,
+    sys: System<'a>,
+    stats: SolverStats,
+    switching: Switching,
+    /// A contact switch located inside the last step: (surface, its time). The step is
+    /// retaken to end there, and the mode switches at its end.
+    pending: Option<(usize, f64)>,
+    t: f64,
+    q: Vec<f64>,
+    v: Vec<f64>,
+    /// The derivative at (t, q, v) (the first, explicit stage of the next step) and the
+    /// actuation power there.
+    a_n: Vec<f64>,
+    p_n: Powers,
+    work: Powers,
+    h: f64,
+    rejected_last: bool,
+    stalled: usize,
+    err_prev: f64,
+    jac: NewtonMatrix,
+    ws: Workspace,
+}
+
+/// The Jacobian blocks, the factorised Newton matrix and whether they still serve.
+struct NewtonMatrix {
+    jq: Vec<f64>,
+    jv: Vec<f64>,
+    newton: BorderedBand,
+    /// Taken at the current state (not carried over from an earlier step).
+    fresh: bool,
+    valid: bool,
+    /// The hγ the factors are of (NaN: none).
+    lu_hg: f64,
+}
+
+/// Stage storage (velocities = q-slopes, accelerations, powers) and the step's vectors.
+struct Workspace {
+    vs: Vec<Vec<f64>>,
+    accs: Vec<Vec<f64>>,
+    pw: [Powers; STAGES],
+    q_t: Vec<f64>,
+    v_t: Vec<f64>,
+    q_s: Vec<f64>,
+    res: Vec<f64>,
+    q_new: Vec<f64>,
+    v_new: Vec<f64>,
+    err_q: Vec<f64>,
+    err_v: Vec<f64>,
+    scratch: Vec<f64>,
+}
+
+impl<'a> Stepper<'a> {
+    fn new(robot: &'a Robot, settings: &'a ReferenceSettings) -> Stepper<'a> {
+        let nq = robot.nq();
+        let l = robot.leg_dofs;
+        let (q, v) = robot.initial_state();
+        let mut sys = System::new(robot, &q, settings.couple_in_newton);
+        let mut a_n = vec![0.0; nq];
+        let p_n = sys.accel(0.0, &q, &v, &mut a_n);
+        let zeros = || vec![0.0; nq];
+        Stepper {
+            robot,
+            settings,
+            sys,
+            stats: SolverStats::default(),
+            switching: Switching::new(settings.atol),
+            pending: None,
+            t: 0.0,
+            q,
+            v,
+            a_n,
+            p_n,
+            work: Powers::default(),
+            h: 1e-6_f64.min(robot.p.t_final),
+            rejected_last: false,
+            stalled: 0,
+            err_prev: 1.0,
+            jac: NewtonMatrix {
+                jq: vec![0.0; nq * nq],
+                jv: vec![0.0; nq * nq],
+                newton: BorderedBand::new(nq, 3, 2 * l - 1, l + 2 * robot.n_nodes),
+                fresh: false,
+                valid: false,
+                lu_hg: f64::NAN,
+            },
+            ws: Workspace {
+                vs: vec![zeros(); STAGES],
+                accs: vec![zeros(); STAGES],
+                pw: [Powers::default(); STAGES],
+                q_t: zeros(),
+                v_t: zeros(),
+                q_s: zeros(),
+                res: zeros(),
+                q_new: zeros(),
+                v_new: zeros(),
+                err_q: zeros(),
+                err_v: zeros(),
+                scratch: zeros(),
+            },
+        }
+    }
+
+    fn failed(&self, reason: SolverFailure) -> Status {
+        Status::SolverFailed {
+            time: self.t,
+            reason,
+        }
+    }
+
+    /// The step budget or the deadline spent, or the step size stuck below
+    /// `stall_step` for more than `stall_steps` tries.
+    fn out_of_budget_or_stalled(&mut self, deadline: Deadline) -> Option<Status> {
+        if self.stats.steps >= self.settings.max_steps || deadline.passed() {
+            return Some(Status::BudgetExceeded { time: self.t });
+        }
+        self.stalled = if self.h < self.settings.stall_step {
+            self.stalled + 1
         } else {
             0
         };
-        if stalled > settings.stall_steps {
-            break failed(t, SolverFailure::Stalled);
-        }
-        let (h_step, last) = match pending {
+        (self.stalled > self.settings.stall_steps).then(|| self.failed(SolverFailure::Stalled))
+    }
+
+    /// This try's step and whether it ends the run: to a located switch, else h (the
+    /// last step stretched or cut to land on t_final).
+    fn step_size(&self) -> (f64, bool) {
+        let (t, h, t_final) = (self.t, self.h, self.robot.p.t_final);
+        match self.pending {
             Some((_, t_event)) => (t_event - t, false),
             None if t + h >= t_final * (1.0 - 1e-14) || t + 1.01 * h > t_final => {
                 (t_final - t, true)
             }
             None => (h, false),
-        };
-        let hg = h_step * GAMMA;
-        if !jac_valid {
-            sys.jacobian(t, &q, &v, &a_n, &mut jq, &mut jv);
-            stats.jacobian_evals += 1;
-            jac_valid = true;
-            jac_fresh = true;
-            lu_hg = f64::NAN;
         }
-        if lu_hg != hg {
-            if factor_newton_matrix(&mut newton, &jq, &jv, hg).is_err() {
-                break failed(t, SolverFailure::SingularMatrix);
-            }
-            stats.lu_factorizations += 1;
-            lu_hg = hg;
-        }
+    }
 
+    /// A new Jacobian where the last one no longer serves, a new factorisation where hγ
+    /// changed.
+    fn refresh_newton_matrix(&mut self, hg: f64) -> Result<(), Status> {
+        let jac = &mut self.jac;
+        if !jac.valid {
+            let (t, q, v) = (self.t, &self.q, &self.v);
+            self.sys
+                .jacobian(t, q, v, &self.a_n, &mut jac.jq, &mut jac.jv);
+            self.stats.jacobian_evals += 1;
+            jac.valid = true;
+            jac.fresh = true;
+            jac.lu_hg = f64::NAN;
+        }
+        if jac.lu_hg != hg {
+            if factor_newton_matrix(&mut jac.newton, &jac.jq, &jac.jv, hg).is_err() {
+                return Err(self.failed(SolverFailure::SingularMatrix));
+            }
+            self.stats.lu_factorizations += 1;
+            jac.lu_hg = hg;
+        }
+        Ok(())
+    }
+
+    /// The stages of one step; the new state into `q_new`, `v_new`. Returns Newton's
+    /// largest contraction rate, or None where a stage did not converge.
+    fn solve_stages(&mut self, h_step: f64, hg: f64) -> Option<f64> {
+        let nq = self.q.len();
         // Stage 0 is explicit (FSAL): the derivative at y_n.
-        vs[0].copy_from_slice(&v);
-        accs[0].copy_from_slice(&a_n);
-        pw[0] = p_n;
-        let mut newton_failed = false;
+        self.ws.vs[0].copy_from_slice(&self.v);
+        self.ws.accs[0].copy_from_slice(&self.a_n);
+        self.ws.pw[0] = self.p_n;
         let mut max_rate: f64 = 0.0;
         for i in 1..STAGES {
+            let ws = &mut self.ws;
             for k in 0..nq {
                 let (mut sq, mut sv) = (0.0, 0.0);
                 for j in 0..i {
-                    sq += A[i][j] * vs[j][k];
-                    sv += A[i][j] * accs[j][k];
+                    sq += A[i][j] * ws.vs[j][k];
+                    sv += A[i][j] * ws.accs[j][k];
                 }
-                q_t[k] = q[k] + h_step * sq;
-                v_t[k] = v[k] + h_step * sv;
+                ws.q_t[k] = self.q[k] + h_step * sq;
+                ws.v_t[k] = self.v[k] + h_step * sv;
             }
             // Predictor: V_i = ṽ + hγ a_i with a_i ≈ the previous stage's acceleration.
-            let vi = &mut vs[i];
             for k in 0..nq {
-                vi[k] = v_t[k] + hg * accs[i - 1][k];
+                ws.vs[i][k] = ws.v_t[k] + hg * ws.accs[i - 1][k];
             }
-            let mut prev_norm = f64::NAN;
-            let mut converged = false;
-            for it in 0..MAX_NEWTON {
-                for k in 0..nq {
-                    q_s[k] = q_t[k] + hg * vi[k];
-                }
-                pw[i] = sys.accel(t + C[i] * h_step, &q_s, vi, &mut accs[i]);
-                for k in 0..nq {
-                    res[k] = -(vi[k] - v_t[k] - hg * accs[i][k]);
-                }
-                if !res.iter().all(|x| x.is_finite()) {
-                    break;
-                }
-                newton.solve(&mut res);
-                stats.newton_iterations += 1;
-                for k in 0..nq {
-                    vi[k] += res[k];
-                }
-                let norm = wrms(&res, vi, vi, rtol, atol);
-                if it == 0 {
-                    if norm < 1e-3 * KAPPA {
-                        converged = true;
-                    }
-                } else {
-                    let rate = norm / prev_norm;
-                    max_rate = max_rate.max(rate);
-                    if rate >= 0.9 {
-                        break;
-                    }
-                    if rate / (1.0 - rate) * norm <= KAPPA || norm < 1e-3 * KAPPA {
-                        converged = true;
-                    }
-                }
-                if converged {
-                    for k in 0..nq {
-                        q_s[k] = q_t[k] + hg * vi[k];
-                    }
-                    pw[i] = sys.accel(t + C[i] * h_step, &q_s, vi, &mut accs[i]);
-                    break;
-                }
-                prev_norm = norm;
-            }
-            if !converged {
-                newton_failed = true;
-                break;
-            }
+            let rate = self.newton_stage(i, self.t + C[i] * h_step, hg)?;
+            max_rate = max_rate.max(rate);
         }
-
-        if newton_failed {
-            stats.newton_failures += 1;
-            if jac_fresh {
-                if pending.take().is_some() {
-                    h = h_step;
-                }
-                h *= 0.25;
-            } else {
-                jac_valid = false;
-            }
-            if h < settings.min_step {
-                break failed(t, SolverFailure::MinStep);
-            }
-            continue;
-        }
-
         // Stiffly accurate: the last stage is the new state.
+        let ws = &mut self.ws;
         for k in 0..nq {
-            q_new[k] = q_t[k] + hg * vs[STAGES - 1][k];
-            v_new[k] = vs[STAGES - 1][k];
+            ws.q_new[k] = ws.q_t[k] + hg * ws.vs[STAGES - 1][k];
+            ws.v_new[k] = ws.vs[STAGES - 1][k];
         }
-        let err = error_norm(
+        Some(max_rate)
+    }
+
+    /// Newton's iterations for stage i's velocity at time `ts` from the predictor in
+    /// `vs[i]`; returns the largest contraction rate, None where it did not converge.
+    fn newton_stage(&mut self, i: usize, ts: f64, hg: f64) -> Option<f64> {
+        let (rtol, atol) = (self.settings.rtol, self.settings.atol);
+        let ws = &mut self.ws;
+        let nq = ws.q_t.len();
+        let (vi, accs) = (&mut ws.vs[i], &mut ws.accs);
+        let mut prev_norm = f64::NAN;
+        let mut max_rate: f64 = 0.0;
+        for it in 0..MAX_NEWTON {
+            for k in 0..nq {
+                ws.q_s[k] = ws.q_t[k] + hg * vi[k];
+            }
+            ws.pw[i] = self.sys.accel(ts, &ws.q_s, vi, &mut accs[i]);
+            for k in 0..nq {
+                ws.res[k] = -(vi[k] - ws.v_t[k] - hg * accs[i][k]);
+            }
+            if !ws.res.iter().all(|x| x.is_finite()) {
+                return None;
+            }
+            self.jac.newton.solve(&mut ws.res);
+            self.stats.newton_iterations += 1;
+            for k in 0..nq {
+                vi[k] += ws.res[k];
+            }
+            let norm = wrms(&ws.res, vi, vi, rtol, atol);
+            let converged = if it == 0 {
+                norm < 1e-3 * KAPPA
+            } else {
+                let rate = norm / prev_norm;
+                max_rate = max_rate.max(rate);
+                if rate >= 0.9 {
+                    return None;
+                }
+                rate / (1.0 - rate) * norm <= KAPPA || norm < 1e-3 * KAPPA
+            };
+            if converged {
+                for k in 0..nq {
+                    ws.q_s[k] = ws.q_t[k] + hg * vi[k];
+                }
+                ws.pw[i] = self.sys.accel(ts, &ws.q_s, vi, &mut accs[i]);
+                return Some(max_rate);
+            }
+            prev_norm = norm;
+        }
+        None
+    }
+
+    /// Newton failed: retry with a new Jacobian, or (it was fresh) a quarter of the
+    /// step, dropping a located switch.
+    fn after_newton_failure(&mut self, h_step: f64) -> Result<(), Status> {
+        self.stats.newton_failures += 1;
+        if self.jac.fresh {
+            if self.pending.take().is_some() {
+                self.h = h_step;
+            }
+            self.h *= 0.25;
+        } else {
+            self.jac.valid = false;
+        }
+        self.check_min_step()
+    }
+
+    fn check_min_step(&self) -> Result<(), Status> {
+        if self.h < self.settings.min_step {
+            return Err(self.failed(SolverFailure::MinStep));
+        }
+        Ok(())
+    }
+
+    /// The step's error norm (≤ 1: accept), see [`error_norm`].
+    fn error_estimate(&mut self, h_step: f64, hg: f64) -> f64 {
+        let ws = &mut self.ws;
+        error_norm(
             ErrorInputs {
-                vs: &vs,
-                accs: &accs,
-                jq: &jq,
-                newton: &newton,
+                vs: &ws.vs,
+                accs: &ws.accs,
+                jq: &self.jac.jq,
+                newton: &self.jac.newton,
                 h_step,
                 hg,
             },
-            [(&q, &q_new), (&v, &v_new)],
-            (rtol, atol),
-            (&mut err_q, &mut err_v),
-            &mut res,
-        );
-        let err_ok = err.is_finite() && err <= 1.0;
-        // PI step-size controller (Gustafsson), exponents for an order-2 estimate.
-        let factor = if err.is_finite() {
-            let e = err.max(1e-10);
-            (0.9 * e.powf(-0.7 / 3.0) * err_prev.powf(0.4 / 3.0)).clamp(0.2, 2.0)
-        } else {
-            0.2
-        };
+            [(&self.q, &ws.q_new), (&self.v, &ws.v_new)],
+            (self.settings.rtol, self.settings.atol),
+            (&mut ws.err_q, &mut ws.err_v),
+            &mut ws.res,
+        )
+    }
 
-        if !err_ok {
-            stats.rejected_steps += 1;
-            if pending.take().is_some() {
-                h = h_step;
-            }
-            h *= factor.min(0.9);
-            rejected_last = true;
-            if h < settings.min_step {
-                break failed(t, SolverFailure::MinStep);
-            }
-            continue;
+    /// The error is too large: a shorter step, dropping a located switch.
+    fn reject(&mut self, h_step: f64, factor: f64) -> Result<(), Status> {
+        self.stats.rejected_steps += 1;
+        if self.pending.take().is_some() {
+            self.h = h_step;
         }
+        self.h *= factor.min(0.9);
+        self.rejected_last = true;
+        self.check_min_step()
+    }
 
-        // Contact events: a gap that crosses its threshold inside the step ends it there.
+    /// Contact events: a gap that crosses its threshold inside the step ends it there
+    /// (the step is retaken to the crossing); one at (or within rounding of) the start
+    /// switches the mode at once. True where the step is to be retaken.
+    fn switch_inside_step(&mut self, h_step: f64) -> bool {
         let dense = DenseStep {
-            q0: &q,
-            v0: &v,
-            q1: &q_new,
-            v1: &v_new,
+            q0: &self.q,
+            v0: &self.v,
+            q1: &self.ws.q_new,
+            v1: &self.ws.v_new,
             h: h_step,
         };
-        let event_step = pending.map(|(k, _)| k);
-        match switching.first_crossing(robot, &sys.mode, &dense, event_step, &mut scratch) {
-            Some((k, s)) if s * h_step <= 4.0 * f64::EPSILON * t.max(1.0) => {
-                // At (or within rounding of) the start: switch here, retake the step.
-                pending = None;
-                switch_mode(&mut sys, t, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
-                jac_valid = false;
-                continue;
+        let event_step = self.pending.map(|(k, _)| k);
+        let crossing = self.switching.first_crossing(
+            self.robot,
+            &self.sys.mode,
+            &dense,
+            event_step,
+            &mut self.ws.scratch,
+        );
+        match crossing {
+            Some((k, s)) if s * h_step <= 4.0 * f64::EPSILON * self.t.max(1.0) => {
+                self.pending = None;
+                self.switch_mode(k);
+                true
             }
             Some((k, s)) if s < 1.0 => {
-                pending = Some((k, t + s * h_step));
-                continue;
+                self.pending = Some((k, self.t + s * h_step));
+                true
             }
-            _ => {}
+            _ => false,
         }
+    }
 
-        // Accept.
-        stats.steps += 1;
-        let t_new = t + h_step;
+    /// Take the step: the work over it, the samples inside it, the new state as the
+    /// current one. Returns the new time; a state that left the physical range stops.
+    fn accept(
+        &mut self,
+        h_step: f64,
+        sample_times: &SampleTimes,
+        next: &mut usize,
+        on_sample: &mut dyn FnMut(&Sample),
+    ) -> Result<f64, Status> {
+        self.stats.steps += 1;
+        let t_new = self.t + h_step;
+        let ws = &mut self.ws;
+        let pw = &ws.pw;
         let stage_sum = |f: fn(&Powers) -> f64| {
             h_step
                 * (0..STAGES)
@@ -550,77 +718,76 @@ pub fn integrate(
                     .sum::<f64>()
         };
         let w_new = Powers {
-            servo: work.servo + stage_sum(|p| p.servo),
-            couple: work.couple + stage_sum(|p| p.couple),
+            servo: self.work.servo + stage_sum(|p| p.servo),
+            couple: self.work.couple + stage_sum(|p| p.couple),
         };
-        if !state_is_sane(&q_new) || !v_new.iter().all(|x| x.is_finite()) {
-            break Status::Diverged { time: t_new };
+        if !state_is_sane(&ws.q_new) || !ws.v_new.iter().all(|x| x.is_finite()) {
+            return Err(Status::Diverged { time: t_new });
         }
-        next = emit_samples(
-            robot,
+        let dense = DenseStep {
+            q0: &self.q,
+            v0: &self.v,
+            q1: &ws.q_new,
+            v1: &ws.v_new,
+            h: h_step,
+        };
+        *next = emit_samples(
+            self.robot,
             sample_times,
-            next,
-            (t, t_new),
+            *next,
+            (self.t, t_new),
             &dense,
-            (&work, &w_new),
+            (&self.work, &w_new),
             on_sample,
         );
-        std::mem::swap(&mut q, &mut q_new);
-        std::mem::swap(&mut v, &mut v_new);
-        a_n.copy_from_slice(&accs[STAGES - 1]);
-        p_n = pw[STAGES - 1];
-        work = w_new;
-        t = t_new;
-        on_progress(t);
-        if last {
-            break Status::Ok;
-        }
-        if let Some((k, _)) = pending.take() {
-            // The step ends at the located switch: change the mode (unless the step fell
-            // short of the band's middle; the next step then locates the rest) and keep h,
-            // which the cut step did not test.
-            if switching.may_switch(&sys.mode, robot, k, gap(robot, &q, k)) {
-                switch_mode(&mut sys, t, k, &q, &v, &mut a_n, &mut p_n, &mut stats);
-                jac_valid = false;
+        std::mem::swap(&mut self.q, &mut ws.q_new);
+        std::mem::swap(&mut self.v, &mut ws.v_new);
+        self.a_n.copy_from_slice(&ws.accs[STAGES - 1]);
+        self.p_n = ws.pw[STAGES - 1];
+        self.work = w_new;
+        self.t = t_new;
+        Ok(t_new)
+    }
+
+    /// After an accepted step: at a located switch change the mode (unless the step fell
+    /// short of the band's middle; the next step then locates the rest) and keep h,
+    /// which the cut step did not test; else the controller's new h (kept, with the LU,
+    /// when the change would be small), and a Jacobian refresh where Newton was slow.
+    fn after_accept(&mut self, factor: f64, err: f64, max_rate: f64) {
+        if let Some((k, _)) = self.pending.take() {
+            if self
+                .switching
+                .may_switch(&self.sys.mode, self.robot, k, gap(self.robot, &self.q, k))
+            {
+                self.switch_mode(k);
             }
-            rejected_last = false;
-            continue;
+            self.rejected_last = false;
+            return;
         }
-        // Step-size choice; keep h (and the LU) when the change would be small.
         let mut ratio = factor;
-        if rejected_last {
+        if self.rejected_last {
             ratio = ratio.min(1.0);
         }
         if !(0.9..=1.3).contains(&ratio) {
-            h *= ratio;
+            self.h *= ratio;
         }
-        rejected_last = false;
-        jac_fresh = false;
-        err_prev = err.max(1e-4);
+        self.rejected_last = false;
+        self.jac.fresh = false;
+        self.err_prev = err.max(1e-4);
         // Slow Newton convergence: the Jacobian is stale (contact switched, legs turned).
         if max_rate > 0.25 {
-            jac_valid = false;
+            self.jac.valid = false;
         }
-    };
-    stats.rhs_evals = sys.evals;
-    (status, stats)
-}
+    }
 
-/// Flip surface `k`'s contact mode at (q, v) and re-evaluate the derivative there (the
-/// first stage of the next step), counting the event.
-#[allow(clippy::too_many_arguments)]
-fn switch_mode(
-    sys: &mut System,
-    t: f64,
-    k: usize,
-    q: &[f64],
-    v: &[f64],
-    a_n: &mut [f64],
-    p_n: &mut Powers,
-    stats: &mut SolverStats,
-) {
-    let on = sys.mode.get(sys.robot, k);
-    sys.mode.set(sys.robot, k, !on);
-    *p_n = sys.accel(t, q, v, a_n);
-    stats.contact_events += 1;
+    /// Flip surface `k`'s contact mode at the current state and re-evaluate the
+    /// derivative there (the first stage of the next step), counting the event; the
+    /// Jacobian is then stale.
+    fn switch_mode(&mut self, k: usize) {
+        let on = self.sys.mode.get(self.robot, k);
+        self.sys.mode.set(self.robot, k, !on);
+        self.p_n = self.sys.accel(self.t, &self.q, &self.v, &mut self.a_n);
+        self.stats.contact_events += 1;
+        self.jac.valid = false;
+    }
 }

@@ -28,6 +28,7 @@ mod reference;
 mod references;
 mod replay;
 mod report_browser;
+mod stages;
 mod sweep_budget;
 mod sweep_integrity;
 mod sweep_plan;

@@ -142,18 +142,7 @@ pub fn run_block_from<const W: usize>(
     onward: Continue,
     sink: &mut dyn LaneSink,
 ) -> Vec<LaneOutcome> {
-    assert_eq!(jobs.len(), starts.len(), "one start per lane");
-    assert!(
-        (1..=W).contains(&jobs.len()),
-        "1 to {W} lanes in a block of width {W}"
-    );
-    for (job, s) in jobs.iter().zip(starts) {
-        assert_eq!(
-            job.schedule.steps_to(s.sample),
-            s.steps,
-            "a lane starts on its schedule's grid"
-        );
-    }
+    check_starts::<W>(jobs, starts);
     let records: Vec<InstanceRecord> = jobs
         .iter()
         .map(|j| InstanceRecord::new(j.robot, j.schedule.h, j.theta))
@@ -181,14 +170,7 @@ pub fn run_block_from<const W: usize>(
         .map(|j| scheds[j].steps_to(next[j]) - base[j])
         .min()
     {
-        let step_budget = (0..jobs.len())
-            .filter(|&j| outcomes[j].is_none())
-            .filter_map(|j| {
-                let m = usize::try_from(jobs[j].max_steps?).unwrap_or(usize::MAX);
-                Some(m.saturating_sub(base[j]).max(done))
-            })
-            .min()
-            .unwrap_or(usize::MAX);
+        let step_budget = block_step_budget(jobs, &outcomes, &base, done);
         let target = due.min(done + BUDGET_CHECK_STEPS).min(step_budget);
         isa.advance(&model, &mut st, &mut scratch, target - done);
         done = target;
@@ -253,11 +235,7 @@ pub fn run_block_from<const W: usize>(
             let at = base[j] + done;
             let over = job.max_steps.is_some_and(|m| at as u64 >= m);
             if outcomes[j].is_none() && (over || job.deadline.passed()) {
-                let time = at as f64 * scheds[j].h;
-                outcomes[j] = Some(LaneOutcome::Ended(LaneEnd {
-                    status: Status::BudgetExceeded { time },
-                    steps: at,
-                }));
+                outcomes[j] = Some(budget_exceeded(at, scheds[j].h));
                 park(&mut st, j, &rest[j]);
             }
         }
@@ -266,6 +244,50 @@ pub fn run_block_from<const W: usize>(
         .into_iter()
         .map(|o| o.expect("every lane ends or is handed back"))
         .collect()
+}
+
+/// Every start on its schedule's grid, one per lane, 1 to W lanes.
+fn check_starts<const W: usize>(jobs: &[LaneJob], starts: &[LaneState]) {
+    assert_eq!(jobs.len(), starts.len(), "one start per lane");
+    assert!(
+        (1..=W).contains(&jobs.len()),
+        "1 to {W} lanes in a block of width {W}"
+    );
+    for (job, s) in jobs.iter().zip(starts) {
+        assert_eq!(
+            job.schedule.steps_to(s.sample),
+            s.steps,
+            "a lane starts on its schedule's grid"
+        );
+    }
+}
+
+/// The block's steps (counted from its start) up to which no running lane passes its
+/// step budget: the smallest remaining budget, at least the steps already `done`.
+fn block_step_budget(
+    jobs: &[LaneJob],
+    outcomes: &[Option<LaneOutcome>],
+    base: &[usize],
+    done: usize,
+) -> usize {
+    (0..jobs.len())
+        .filter(|&j| outcomes[j].is_none())
+        .filter_map(|j| {
+            let m = usize::try_from(jobs[j].max_steps?).unwrap_or(usize::MAX);
+            Some(m.saturating_sub(base[j]).max(done))
+        })
+        .min()
+        .unwrap_or(usize::MAX)
+}
+
+/// A lane that spent its step budget or deadline after `steps` steps of size h.
+fn budget_exceeded(steps: usize, h: f64) -> LaneOutcome {
+    LaneOutcome::Ended(LaneEnd {
+        status: Status::BudgetExceeded {
+            time: steps as f64 * h,
+        },
+        steps,
+    })
 }
 
 /// The block's state with lane j at `starts[j]`; the lanes past the last start repeat

@@ -340,14 +340,22 @@ fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Surfa
     }
 }
 
-/// Springs at the midpoint: force on every leg base (into `base_force`) and the
-/// load (F_x, F_y, torque) on the body, contact of P_1, P_2 included.
+/// The springs' load on the body at the midpoint (F_x, F_y, torque about the centre
+/// of mass) and (sin θ, cos θ) of its angle, for [`body_kick`].
+struct BodyLoad<const W: usize> {
+    load: [L<W>; 3],
+    sin_cos: [L<W>; 2],
+}
+
+/// Stage `spring_loads` at the midpoint: the force of every spring on each leg base
+/// (into `base_force`) and the springs' load on the body. GPU: `kernel::spring_loads`
+/// (`leg_springs` in shaders/springs.wgsl, one leg's share per invocation).
 #[inline(always)]
-fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
+fn spring_loads<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     q: &[L<W>],
     base_force: &mut [[L<W>; 2]],
-) -> [L<W>; 3] {
+) -> BodyLoad<W> {
     let nn = nodes::<W, NN>(m);
     let (n, l) = (m.n_legs, 4 * nn);
     let o = n * l;
@@ -417,27 +425,7 @@ fn body_and_springs<const W: usize, const F: bool, const NN: usize>(
             &mut load,
         );
     }
-    // Body–terrain penalty ε·c·d·n at P_1, P_2 while at or beyond the terrain (d ≥ 0):
-    // ε·c²·(X_t − x − h)·(1, σ). On flat ground c = 1, h = σ = 0.
-    for off in m.p_points {
-        let w = world(body, sc, off);
-        let g = ground_at::<W, F>(m, w[1]);
-        let out = m.p.x_t - w[0] - g.h;
-        let contact = L::zero().ge_mask(out);
-        if m.ground.terrain {
-            let c2 = L::splat(1.0) / g.sigma.mul_add::<F>(g.sigma, L::splat(1.0));
-            let fx = contact * m.p.epsilon * c2 * out;
-            let fy = fx * g.sigma;
-            load[0] += fx;
-            load[1] += fy;
-            load[2] += (w[0] - body[0]) * fy - (w[1] - body[1]) * fx;
-        } else {
-            let f = contact * m.p.epsilon * out;
-            load[0] += f;
-            load[2] -= (w[1] - body[1]) * f;
-        }
-    }
-    load
+    BodyLoad { load, sin_cos: sc }
 }
 
 /// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)), as
@@ -612,23 +600,35 @@ fn tip_contact<const W: usize, const F: bool>(
     }
 }
 
-/// One leg's kick: `q` at the midpoint in, at the step's end (or, by `end`, at the next
-/// step's midpoint) out, the touchdown correction's shift included; `v` old velocities
-/// in, new velocities out.
-/// Returns the leg's actuation power at the new velocity, the servo's |M0 ψ̇|, and the
-/// internal couple's work over the step, h·|Q_A·v| (0 without one).
+/// What [`leg_forces`] leaves for the solve and the touchdown correction (the vectors
+/// r' and Gq stay in the scratch).
+struct LegForces<const W: usize> {
+    /// vᵀGq (Jᵀv = 2vᵀGq) and vᵀGv at the incoming velocity.
+    vgq: L<W>,
+    vgv: L<W>,
+    /// The multiple c of Gq that the right-hand side carries beside r' (λJ(Jᵀv) − h·pen·J).
+    c_gq: L<W>,
+    /// ∇ψ of the basal angle: (∂ψ/∂b₁, ∂ψ/∂d₁).
+    grad_psi: [L<W>; 2],
+    tip: TipContact<W>,
+    /// h·Q_A·v at the incoming velocity (0 without a couple).
+    couple_power_old: L<W>,
+}
+
+/// Stage `leg_forces` of one leg at the midpoint: the constraint terms (Gq, V, Jᵀv,
+/// vᵀGv), the bending impulse −hK_M·K(q − θ'hv) and the weight into r, then the
+/// penalty's multiple of J, the spring load on the base, the servo, the tip's contact and
+/// the internal couple: r' of (P + UUᵀ)v⁺ = a·Pv + r' without the inertia term, which
+/// enters the solve as a·v. GPU: `kernel::leg_forces`.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
+fn leg_forces<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     m: &BlockModel<W>,
     mx: &LegMatrices<E>,
     leg: usize,
-    q: &mut [L<W>],
-    v: &mut [L<W>],
+    (q, v): (&[L<W>], &[L<W>]),
     base_force: [L<W>; 2],
     s: &mut Scratch<W>,
-    end: StepEnd,
-) -> [L<W>; 2] {
+) -> LegForces<W> {
     let n = nodes::<W, NN>(m);
     let (mm, l) = (2 * n, 4 * n);
     let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
@@ -668,8 +668,7 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let (b1, d1) = (q[ib], q[id]);
     let inv_r2 = L::splat(1.0) / (b1 * b1 + d1 * d1);
     let (gb, gd) = (-d1 * inv_r2, b1 * inv_r2);
-    let k_p = m.legs[leg].k_p;
-    let h_servo = m.d.h * k_p * m.legs[leg].omega;
+    let h_servo = m.d.h * m.legs[leg].k_p * m.legs[leg].omega;
     r[ib] -= h_servo * gb;
     r[id] -= h_servo * gd;
     let tip = tip_contact::<W, F>(m, [q[itip], q[ictip]], [v[itip], v[ictip]]);
@@ -680,10 +679,49 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // The couple's power is taken at the step's mean velocity (v_old + v_new)/2: Q_A·Δq/h
     // over the step. (The new velocity alone carries the top bending mode's step-to-step
     // swing, which |·| would count as work.)
-    let mut qv_old = L::zero();
+    let mut couple_power_old = L::zero();
     if let Some(couple) = &m.couple {
-        qv_old = couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
+        couple_power_old =
+            couple_force::<W, F, NN>(m, couple, leg, s.axo_phase, q, v, r, &mut s.qa);
     }
+    LegForces {
+        vgq,
+        vgv,
+        c_gq,
+        grad_psi: [gb, gd],
+        tip,
+        couple_power_old,
+    }
+}
+
+/// What [`kick_solve`] leaves for the touchdown correction: the 3×3 C's factors and
+/// the Woodbury columns' scales (constraint, servo, friction) and the friction's direction.
+struct KickSolve<const W: usize> {
+    c: Ldlt3<W>,
+    scales: [L<W>; 3],
+    tangent: [L<W>; 2],
+}
+
+/// Stage `kick_solve` of one leg: v⁺ from (P + UUᵀ)v⁺ = a·Pv + r' by Woodbury, with
+/// U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·t] (an inactive column scaled to zero):
+/// z = a·v + P⁻¹r' and P⁻¹J by P's band LDLᵀ ([`p_solve`]), C = I + UᵀP⁻¹U by a 3×3
+/// LDLᵀ, v⁺ = z − P⁻¹U·C⁻¹Uᵀz. GPU: `kernel::kick_solve` (the same algebra; it multiplies
+/// by a stored P⁻¹ where this solves with P's band factor, docs/gpu.md).
+#[inline(always)]
+fn kick_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
+    m: &BlockModel<W>,
+    mx: &LegMatrices<E>,
+    leg: usize,
+    v: &mut [L<W>],
+    f: &LegForces<W>,
+    s: &mut Scratch<W>,
+) -> KickSolve<W> {
+    let n = nodes::<W, NN>(m);
+    let (mm, l) = (2 * n, 4 * n);
+    let (ib, id, itip, ictip) = (n, 3 * n, n - 1, 3 * n - 1);
+    let [gb, gd] = f.grad_psi;
+    let c_gq = f.c_gq;
+    let (gq, r) = (&s.gq[..l], &s.r[..l]);
     // z₀ = P⁻¹r' and w = P⁻¹Gq = ½P⁻¹J, with P's band factor; the kick's
     // z = a·v + c·w + z₀. (J's factor 2 enters where w is used: scaling by 2 is exact,
     // so the bits are those of P⁻¹J.)
@@ -701,14 +739,14 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // Woodbury: C = I + UᵀP⁻¹U (3×3, SPD), right-hand side Uᵀz.
     // The friction column lies along the tip's tangent t = (tx, ty): P⁻¹ is block
     // diagonal with equal blocks, so P⁻¹u₃ is column n − 1 of P⁻¹ in each component.
-    let (s1, s2, s3) = (m.d.s_constraint, m.legs[leg].s_servo, tip.s_friction);
-    let [tx, ty] = tip.tangent;
+    let (s1, s2, s3) = (m.d.s_constraint, m.legs[leg].s_servo, f.tip.s_friction);
+    let [tx, ty] = f.tip.tangent;
     let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
     let ([p_bb, p_bt], p_tt) = (pi(n), pi(n - 1)[1]);
     let gqw = dot::<W, F>(gq, w);
     let jw = gqw * 4.0;
     // Jᵀz = 2Gq·(a·v + c·w + z₀), with Gq·v = vgq and Gq·w from Jᵀw.
-    let jz = c_gq.mul_add::<F>(gqw, share.mul_add::<F>(vgq, dot::<W, F>(gq, z0))) * 2.0;
+    let jz = c_gq.mul_add::<F>(gqw, share.mul_add::<F>(f.vgq, dot::<W, F>(gq, z0))) * 2.0;
     let c11 = (s1 * s1).mul_add::<F>(jw, L::splat(1.0));
     let c12 = s1 * s2 * ((gb * w[ib] + gd * w[id]) * 2.0);
     // On flat ground t = (0, 1) in every lane (tx's terms are exact zeros, skipped).
@@ -763,32 +801,58 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     } else {
         solve_update!(false)
     }
-    // Touchdown correction (docs/integrators.md, "Touchdown"), in two parts sharing the
-    // direction D = P⁻¹U·C⁻¹e₁ = s₁·S⁻¹J (the kick's own response to its penalty):
-    // - the leg's midpoint moves by ½h²·s_new along S⁻¹J/(JᵀS⁻¹J), so that V at the
-    //   step end is the mean of the neighbouring midpoints' V (without it the end of
-    //   the drift lies (h²/4)·vᵀGv inside the constraint, and vᵀGv is large while a
-    //   struck leg rattles). JᵀS⁻¹J = (1 − (C⁻¹e₁)₁)/s₁² costs nothing.
-    // - the kick's vᵀGv is the one that makes the midpoints follow the penalty's
-    //   dynamics with the shifted drift: (2 + k)σ = ½·s_old + (3/2)(1 + k)·s_new,
-    //   k = 2hημ. The kick is linear in the penalty, which changes by
-    //   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − b·s_old), b = (3/2 + k)/(1 + k); the
-    //   re-solve is Δv = −h·s₁·(3/2·s_new − b·s_old)·D.
+    KickSolve {
+        c,
+        scales: [s1, s2, s3],
+        tangent: [tx, ty],
+    }
+}
+
+/// Stage `touchdown` of one leg (docs/integrators.md, "Touchdown"): the correction of
+/// v⁺ and of the leg's midpoint, then the leg's actuation power at the new velocity.
+/// Both parts share the direction D = P⁻¹U·C⁻¹e₁ = s₁·S⁻¹J (the kick's own response to
+/// its penalty):
+/// - the leg's midpoint moves by ½h²·s_new along S⁻¹J/(JᵀS⁻¹J), so that V at the
+///   step end is the mean of the neighbouring midpoints' V (without it the end of
+///   the drift lies (h²/4)·vᵀGv inside the constraint, and vᵀGv is large while a
+///   struck leg rattles). JᵀS⁻¹J = (1 − (C⁻¹e₁)₁)/s₁² costs nothing.
+/// - the kick's vᵀGv is the one that makes the midpoints follow the penalty's
+///   dynamics with the shifted drift: (2 + k)σ = ½·s_old + (3/2)(1 + k)·s_new,
+///   k = 2hημ. The kick is linear in the penalty, which changes by
+///   λ(2 + k)(σ − s_old) = s₁²·(3/2·s_new − b·s_old), b = (3/2 + k)/(1 + k); the
+///   re-solve is Δv = −h·s₁·(3/2·s_new − b·s_old)·D.
+///
+/// Returns the servo's |M0 ψ̇| and the internal couple's work over the step,
+/// h·|Q_A·v| at the step's mean velocity (0 without one). GPU: `kernel::touchdown`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn touchdown<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
+    m: &BlockModel<W>,
+    mx: &LegMatrices<E>,
+    leg: usize,
+    (q, v): (&mut [L<W>], &mut [L<W>]),
+    f: &LegForces<W>,
+    k: &KickSolve<W>,
+    s: &Scratch<W>,
+) -> [L<W>; 2] {
+    let n = nodes::<W, NN>(m);
+    let (mm, l) = (2 * n, 4 * n);
+    let (ib, id) = (n, 3 * n);
+    let [gb, gd] = f.grad_psi;
+    let [s1, s2, s3] = k.scales;
+    let [tx, ty] = k.tangent;
+    let (w, qa) = (&s.w[..l], &s.qa[..l]);
+    let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
     // The shift's factor ½h²·s₁/(1 − (C⁻¹e₁)₁) comes before vᵀGv: its division overlaps
     // the update and the quadratic form instead of following them.
-    let e = c.solve([L::splat(1.0), L::zero(), L::zero()]);
+    let e = k.c.solve([L::splat(1.0), L::zero(), L::zero()]);
     let shift = m.d.half_h2 * s1 / (L::splat(1.0) - e[0]);
     let s_new = node_form_quad::<W, F, NN, E>(&mx.geometric_form, n, v);
-    let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * vgv));
+    let dv = -(m.d.h * s1 * (s_new * 1.5 - m.d.touchdown_old * f.vgv));
     let dq = s_new * shift;
     let (d1, d2, d3) = (e[0] * s1 * 2.0, e[1] * s2, e[2] * s3);
     let (d2b, d2d, d3x, d3y) = (d2 * gb, d2 * gd, d3 * tx, d3 * ty);
-    // The same loop closes the step: the half drift (twice where the next step follows at
-    // once: the same two roundings as two passes over the state) and, with a couple, its
-    // power at the new velocity, while the leg is at hand.
-    let half = m.d.h * 0.5;
-    let next = end == StepEnd::NextMidpoint;
-    let qa = &s.qa[..l];
+    // With a couple, its power at the new velocity, while the leg is at hand.
     let mut power = [L::zero(); 4];
     macro_rules! touchdown_update {
         ($sloped:literal, $couple:literal) => {
@@ -803,14 +867,8 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
                 let (vx, vy) = (dv.mul_add::<F>(dx, v[i]), dv.mul_add::<F>(dy, v[mm + i]));
                 v[i] = vx;
                 v[mm + i] = vy;
-                let mut qx = half.mul_add::<F>(vx, dq.mul_add::<F>(dx, q[i]));
-                let mut qy = half.mul_add::<F>(vy, dq.mul_add::<F>(dy, q[mm + i]));
-                if next {
-                    qx = half.mul_add::<F>(vx, qx);
-                    qy = half.mul_add::<F>(vy, qy);
-                }
-                q[i] = qx;
-                q[mm + i] = qy;
+                q[i] = dq.mul_add::<F>(dx, q[i]);
+                q[mm + i] = dq.mul_add::<F>(dy, q[mm + i]);
                 if $couple {
                     let o = 2 * (i % 2);
                     power[o] = qa[i].mul_add::<F>(vx, power[o]);
@@ -819,16 +877,19 @@ fn kick_leg<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
             }
         };
     }
-    match (sloped, m.couple.is_some()) {
+    match (m.ground.terrain, m.couple.is_some()) {
         (true, true) => touchdown_update!(true, true),
         (true, false) => touchdown_update!(true, false),
         (false, true) => touchdown_update!(false, true),
         (false, false) => touchdown_update!(false, false),
     }
+    let k_p = m.legs[leg].k_p;
     let psi_dot = gb * v[ib] + gd * v[id];
     let servo = (k_p * (-m.legs[leg].omega - psi_dot) * psi_dot).abs();
     let couple = match m.couple {
-        Some(_) => ((qv_old + (power[0] + power[1]) + (power[2] + power[3])) * 0.5).abs(),
+        Some(_) => {
+            ((f.couple_power_old + (power[0] + power[1]) + (power[2] + power[3])) * 0.5).abs()
+        }
         None => L::zero(),
     };
     [servo, couple]
@@ -970,10 +1031,24 @@ pub enum StepEnd {
     NextMidpoint,
 }
 
-/// One DKD-dc step of every lane: half drift, springs and body load at the midpoint,
-/// kick per leg and of the body (damping implicit), half drift. Adds h·power to work.
+/// The step's stages in order, as [`step`] calls them and the GPU kernel's generator
+/// emits them (`gpu::kernel::STEP_STAGES`; tests/suite/stages.rs holds the two to it).
+/// The per-leg stages run for each leg in turn.
+pub const STEP_STAGES: [&str; 7] = [
+    "opening_drift",
+    "spring_loads",
+    "leg_forces",
+    "kick_solve",
+    "touchdown",
+    "body_kick",
+    "closing_drift",
+];
+
+/// One DKD-dc step of every lane, stage by stage ([`STEP_STAGES`]): half drift, the
+/// springs at the midpoint, each leg's kick (forces, solve, touchdown correction), the
+/// body's kick (damping implicit), half drift. Adds h·power to work.
 /// `at_midpoint`: the state is already at this step's midpoint (the step before ended
-/// with [`StepEnd::NextMidpoint`]); each leg's closing drift is done where its kick ends.
+/// with [`StepEnd::NextMidpoint`]), so the opening drift is skipped.
 #[inline(always)]
 pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     m: &BlockModel<W>,
@@ -983,11 +1058,8 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     at_midpoint: bool,
     end: StepEnd,
 ) {
-    let half = m.d.h * 0.5;
     if !at_midpoint {
-        for (q, v) in st.q.iter_mut().zip(&st.v) {
-            *q = half.mul_add::<F>(*v, *q);
-        }
+        opening_drift::<W, F>(m, st);
     }
     if m.couple.is_some() {
         // ω_A t at the midpoint, t = (steps + ½)h; one sincos per lane for every leg.
@@ -996,34 +1068,94 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         s.axo_phase = [cos, sin];
     }
     let mut base_force = std::mem::take(&mut s.base_force);
-    let load = body_and_springs::<W, F, NN>(m, &st.q, &mut base_force);
+    let body = spring_loads::<W, F, NN>(m, &st.q, &mut base_force);
     let l = 4 * nodes::<W, NN>(m);
     let (mut power, mut work_axo) = (L::zero(), L::zero());
     for (i, &bf) in base_force.iter().enumerate() {
         let r = i * l..(i + 1) * l;
-        let [servo, couple] =
-            kick_leg::<W, F, NN, E>(m, mx, i, &mut st.q[r.clone()], &mut st.v[r], bf, s, end);
+        let (q, v) = (&mut st.q[r.clone()], &mut st.v[r]);
+        let forces = leg_forces::<W, F, NN, E>(m, mx, i, (q, v), bf, s);
+        let solve = kick_solve::<W, F, NN, E>(m, mx, i, v, &forces, s);
+        let [servo, couple] = touchdown::<W, F, NN, E>(m, mx, i, (q, v), &forces, &solve, s);
         power += servo;
         work_axo += couple;
     }
     s.base_force = base_force;
-    let o = m.n_legs * l;
+    body_kick::<W, F>(m, st, body);
+    closing_drift::<W, F>(m, st, end);
+    st.work = m.d.h.mul_add::<F>(power, st.work);
+    if m.couple.is_some() {
+        st.work_axo += work_axo;
+    }
+    st.steps += L::splat(1.0);
+}
+
+/// Stage `opening_drift`: q += h/2·v for every unknown, legs and body.
+/// GPU: `kernel::opening_drift`.
+#[inline(always)]
+fn opening_drift<const W: usize, const F: bool>(m: &BlockModel<W>, st: &mut BlockState<W>) {
+    let half = m.d.h * 0.5;
+    for (q, v) in st.q.iter_mut().zip(&st.v) {
+        *q = half.mul_add::<F>(*v, *q);
+    }
+}
+
+/// Stage `body_kick`: the body's load (the springs' and the contact of P_1, P_2 with
+/// the terrain) explicit, its damping implicit. GPU: `kernel::body_kick`.
+#[inline(always)]
+fn body_kick<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    BodyLoad {
+        mut load,
+        sin_cos: sc,
+    }: BodyLoad<W>,
+) {
+    let o = m.n_legs * 4 * m.n_nodes;
+    let body = [st.q[o], st.q[o + 1], st.q[o + 2]];
+    // Body–terrain penalty ε·c·d·n at P_1, P_2 while at or beyond the terrain (d ≥ 0):
+    // ε·c²·(X_t − x − h)·(1, σ). On flat ground c = 1, h = σ = 0.
+    for off in m.p_points {
+        let w = world(body, sc, off);
+        let g = ground_at::<W, F>(m, w[1]);
+        let out = m.p.x_t - w[0] - g.h;
+        let contact = L::zero().ge_mask(out);
+        if m.ground.terrain {
+            let c2 = L::splat(1.0) / g.sigma.mul_add::<F>(g.sigma, L::splat(1.0));
+            let fx = contact * m.p.epsilon * c2 * out;
+            let fy = fx * g.sigma;
+            load[0] += fx;
+            load[1] += fy;
+            load[2] += (w[0] - body[0]) * fy - (w[1] - body[1]) * fx;
+        } else {
+            let f = contact * m.p.epsilon * out;
+            load[0] += f;
+            load[2] -= (w[1] - body[1]) * f;
+        }
+    }
     let (mass, h) = (m.p.body_mass, m.d.h);
     let v = &mut st.v;
     v[o] = (mass * v[o] + h * (mass * m.p.g + load[0])) / (mass + h * m.p.zeta);
     v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.p.zeta);
     v[o + 2] = (m.d.inertia * v[o + 2] + h * load[2]) / (m.d.inertia + h * m.d.zeta_l2);
-    for (q, v) in st.q[o..].iter_mut().zip(&st.v[o..]) {
+}
+
+/// Stage `closing_drift`: q += h/2·v for every unknown, the touchdown's shift already
+/// in the legs' q; twice where the next step follows at once ([`StepEnd::NextMidpoint`]:
+/// the same two roundings as two passes over the state). GPU: `kernel::closing_drift`.
+#[inline(always)]
+fn closing_drift<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    end: StepEnd,
+) {
+    let half = m.d.h * 0.5;
+    for (q, v) in st.q.iter_mut().zip(&st.v) {
         *q = half.mul_add::<F>(*v, *q);
         if end == StepEnd::NextMidpoint {
             *q = half.mul_add::<F>(*v, *q);
         }
     }
-    st.work = h.mul_add::<F>(power, st.work);
-    if m.couple.is_some() {
-        st.work_axo += work_axo;
-    }
-    st.steps += L::splat(1.0);
 }
 
 #[cfg(test)]

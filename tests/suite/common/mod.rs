@@ -24,6 +24,12 @@ pub fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
     out
 }
 
+/// The text of a file of the repository, by its path from the root.
+pub fn repo_file(path: &str) -> String {
+    let at = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&at).unwrap_or_else(|e| panic!("{}: {e}", at.display()))
+}
+
 /// An empty directory of the calling test module's own, `target/tmp/<module>/<name>`:
 /// emptied first, so a rerun starts clean, and apart from every other module's (the
 /// modules share one test binary, so the caller's file names the directory).
