@@ -531,6 +531,7 @@ impl<'a> Stepper<'a> {
 
     /// The stages of one step; the new state into `q_new`, `v_new`. Returns Newton's
     /// largest contraction rate, or None where a stage did not converge.
+    #[allow(clippy::needless_range_loop)] // k runs over several vectors at once
     fn solve_stages(&mut self, h_step: f64, hg: f64) -> Option<f64> {
         let nq = self.q.len();
         // Stage 0 is explicit (FSAL): the derivative at y_n.
@@ -567,6 +568,7 @@ impl<'a> Stepper<'a> {
 
     /// Newton's iterations for stage i's velocity at time `ts` from the predictor in
     /// `vs[i]`; returns the largest contraction rate, None where it did not converge.
+    #[allow(clippy::needless_range_loop)] // k runs over several vectors at once
     fn newton_stage(&mut self, i: usize, ts: f64, hg: f64) -> Option<f64> {
         let (rtol, atol) = (self.settings.rtol, self.settings.atol);
         let ws = &mut self.ws;
