@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use metachron::sweep::audit::{audit, Health};
+use metachron::dataset::{Dataset, Health, VerifyOptions};
+use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::SweepSpec;
 
 #[derive(Args, Debug)]
@@ -33,9 +34,15 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let sweep = a.sweep.as_deref().map(SweepSpec::from_file).transpose()?;
-    let found =
-        audit(&a.dir, sweep, false).with_context(|| format!("checking {}", a.dir.display()))?;
+    let checking = || format!("checking {}", a.dir.display());
+    let ds = Dataset::open(&a.dir).with_context(checking)?;
+    let sweep = match a.sweep.as_deref() {
+        Some(file) => SweepSpec::from_file(file)?,
+        None => recorded_sweep(&ds).with_context(checking)?,
+    };
+    let found = ds
+        .verify(&sweep, VerifyOptions::full())
+        .with_context(checking)?;
     let h = &found.health;
     if a.json {
         println!("{}", serde_json::to_string_pretty(h)?);

@@ -10,11 +10,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use metachron::dataset::schema::{META_ADAPTER, META_BACKEND, META_VERSION};
+use metachron::dataset::{Column, Dataset, Rows, VerifyOptions};
 use metachron::metrics::{Class, Metrics};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
 use metachron::output::report::{write_page, Exemplar, Figure, Report, Table};
-use metachron::sweep::audit::read_verified;
-use metachron::sweep::dataset::{Column, Dataset, META_ADAPTER, META_BACKEND, META_VERSION};
+use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::replay::Replay;
 use metachron::sweep::summary::summarize;
 use metachron::vocabulary as voc;
@@ -64,7 +65,7 @@ fn values_text(values: &[toml::Value]) -> String {
 }
 
 /// The classes present in `ds`, in the classification's order.
-fn classes_present(ds: &Dataset) -> Vec<String> {
+fn classes_present(ds: &Rows) -> Vec<String> {
     let Some(Column::Text(class)) = ds.column(voc::CLASS) else {
         return Vec::new();
     };
@@ -77,7 +78,7 @@ fn classes_present(ds: &Dataset) -> Vec<String> {
 
 /// The row that shows `class` best: from the combination with the largest fraction of
 /// runs in it, the lowest point id.
-fn exemplar_row(ds: &Dataset, class: &str) -> Option<usize> {
+fn exemplar_row(ds: &Rows, class: &str) -> Option<usize> {
     let (Some(Column::Text(classes)), Some(Column::Num(combo)), Some(Column::Num(id))) = (
         ds.column(voc::CLASS),
         ds.column(voc::COMBO),
@@ -97,7 +98,7 @@ fn exemplar_row(ds: &Dataset, class: &str) -> Option<usize> {
         let (k, n) = per_combo[&(combo[r] as u64)];
         k as f64 / n as f64
     };
-    (0..ds.rows())
+    (0..ds.len())
         .filter(|&r| classes[r] == class)
         .max_by(|&a, &b| {
             fraction(a)
@@ -140,7 +141,7 @@ fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
 /// Replay `row` into `scratch` and describe it for the page.
 fn exemplar(
     dir: &Path,
-    ds: &Dataset,
+    ds: &Rows,
     row: usize,
     class: &str,
     axes: &[String],
@@ -224,12 +225,13 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
     }
     // Read as every reader reads a dataset: judged as `check` judges it, refused unless
     // complete and clean.
-    let verified = read_verified(&a.dir, false)?;
-    let ds = verified.dataset;
-    if ds.rows() == 0 {
+    let opened = Dataset::open(&a.dir)?;
+    let spec = recorded_sweep(&opened)?;
+    let mut verified = opened.verify(&spec, VerifyOptions::reader(false))?;
+    let ds = verified.rows()?;
+    if ds.is_empty() {
         bail!("{}: no rows (no part files)", a.dir.display());
     }
-    let spec = verified.audit.spec.clone();
     if let Some(parent) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("--out: cannot create {}", parent.display()))?;
@@ -245,7 +247,7 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot create {}", scratch.0.display()))?;
 
     // Health, as `metachron check` reports it.
-    let h = &verified.audit.health;
+    let h = &verified.health;
     let mut check_lines = vec![format!(
         "{} rows of {} points in {} good parts",
         h.rows, h.points, h.good_parts

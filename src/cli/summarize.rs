@@ -7,9 +7,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use metachron::dataset::schema::{
+    META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL, META_SUMMARY_OF,
+};
+use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::parquet::write_atomic;
-use metachron::sweep::audit::read_verified;
-use metachron::sweep::schema::{META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL, META_SUMMARY_OF};
+use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::summary::{summarize, Z95};
 
 #[derive(Args, Debug)]
@@ -32,9 +35,11 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let v = read_verified(&a.dir, a.allow_incomplete)?;
-    let ds = &v.dataset;
-    if ds.rows() == 0 {
+    let opened = Dataset::open(&a.dir)?;
+    let sweep = recorded_sweep(&opened)?;
+    let mut v = opened.verify(&sweep, VerifyOptions::reader(a.allow_incomplete))?;
+    let ds = &v.rows()?;
+    if ds.is_empty() {
         bail!("{}: no rows (no good part files)", a.dir.display());
     }
     let (batch, combos) = summarize(ds, &a.dir)?;
@@ -60,7 +65,7 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
     write_atomic(&a.out, &batch, &meta)?;
     println!(
         "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %){}",
-        ds.rows(),
+        ds.len(),
         a.out.display(),
         if v.incomplete.is_some() {
             "; INCOMPLETE dataset"

@@ -252,7 +252,7 @@ fn print_plan(a: &SweepArgs, spec: &SweepSpec, work: &Work, opts: &RunOptions) {
         work.pending.len(),
         opts.batch,
         a.backend.label(),
-        metachron::sweep::dataset::adapter_label(a.backend),
+        metachron::sweep::record::adapter_label(a.backend),
     );
 }
 

@@ -1,5 +1,5 @@
 //! Outputs: PNG pictures and maps, GIF animations, the HTML report (Parquet tables are
-//! [`crate::parquet`]; the sweep dataset format lives in [`crate::sweep::dataset`]).
+//! [`crate::parquet`]; the sweep dataset format lives in [`crate::dataset`]).
 
 pub mod animate;
 pub mod bench;

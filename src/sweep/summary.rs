@@ -7,12 +7,12 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 
+use crate::dataset::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
+use crate::dataset::{Column, Rows};
 use crate::error::OutputError;
 use crate::metrics::Class;
 use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, OMEGA_LEGS, PSI_INIT, SCALAR_PARAMS};
 use crate::parquet::TableBuilder;
-use crate::sweep::dataset::{Column, Dataset};
-use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
 use crate::vocabulary::{self as voc, metric, Aggregate, METRICS};
 
 /// The two-sided 95 % normal quantile.
@@ -102,7 +102,7 @@ fn list_unit(name: &str) -> &'static str {
 }
 
 /// Rows of `ds` grouped by `combo` (in combination order).
-pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
+pub fn rows_by_combo(ds: &Rows, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
     let Some(Column::Num(combo)) = ds.column(COL_COMBO) else {
         return Err(missing(dir, COL_COMBO));
     };
@@ -114,7 +114,7 @@ pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize
 }
 
 /// One row per parameter combination of the sweep dataset `ds` (read from `dir`).
-pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), OutputError> {
+pub fn summarize(ds: &Rows, dir: &Path) -> Result<(RecordBatch, usize), OutputError> {
     let groups = rows_by_combo(ds, dir)?;
     let Some(Column::Text(class)) = ds.column(COL_CLASS) else {
         return Err(missing(dir, COL_CLASS));
