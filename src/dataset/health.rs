@@ -196,3 +196,96 @@ pub fn health(
         clean,
     }
 }
+
+/// The report `metachron check` prints: one line on the dataset, then what is missing,
+/// unfinished, bad, quarantined or stray, who wrote what, and the verdict.
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let h = self;
+        writeln!(
+            f,
+            "dataset {} (format {}, {}, --backend {}): sweep `{}` (hash {}), {} points; shards {}",
+            h.dir,
+            h.format_version,
+            if h.layout_shards == 1 {
+                "unsharded".to_string()
+            } else {
+                format!("{} shards", h.layout_shards)
+            },
+            h.backend,
+            h.sweep_name,
+            h.sweep_hash,
+            h.points,
+            if h.shards.is_empty() {
+                "none".into()
+            } else {
+                h.shards.join(", ")
+            }
+        )?;
+        writeln!(f, "  {} good parts, {} rows", h.good_parts, h.rows)?;
+        if h.complete {
+            writeln!(f, "  complete: every planned point id is present once")?;
+        } else if h.missing_count > 0 {
+            let shown: Vec<String> = h
+                .missing
+                .iter()
+                .take(20)
+                .map(|&(a, b)| {
+                    if a == b {
+                        a.to_string()
+                    } else {
+                        format!("{a}-{b}")
+                    }
+                })
+                .collect();
+            writeln!(
+                f,
+                "  INCOMPLETE: {} point ids missing: {}{}",
+                h.missing_count,
+                shown.join(", "),
+                if h.missing.len() > 20 { ", ..." } else { "" }
+            )?;
+        }
+        if let Some(u) = &h.unfinished {
+            writeln!(f, "  NOT FINISHED: {u}")?;
+        }
+        if h.unplanned_rows > 0 {
+            writeln!(
+                f,
+                "  {} rows hold point ids the plan does not hold",
+                h.unplanned_rows
+            )?;
+        }
+        for (p, why) in &h.bad_files {
+            writeln!(f, "  BAD FILE {p}: {why}")?;
+        }
+        for (p, why) in &h.quarantined {
+            writeln!(f, "  QUARANTINED {p}: {why}")?;
+        }
+        for (p, what, disturbs) in &h.strays {
+            let tag = if *disturbs {
+                "NOT THE DATASET'S"
+            } else {
+                "note"
+            };
+            writeln!(f, "  {tag} {p}: {what}")?;
+        }
+        for w in &h.writers {
+            writeln!(
+                f,
+                "  written by metachron {} on {} ({}): {} parts, {} rows",
+                w.version, w.backend, w.adapter, w.parts, w.rows
+            )?;
+        }
+        writeln!(
+        f,
+        "  {}",
+        match (h.complete, h.clean) {
+            (true, true) => "OK: complete and clean",
+            (true, false) => "complete, but not clean (files above: `--resume` moves bad parts to quarantine/, remove quarantine/ once inspected; files that are not the dataset's are never moved: remove them yourself)",
+            (false, _) => "not complete: run the sweep again with --resume",
+        }
+    )?;
+        Ok(())
+    }
+}
