@@ -3,6 +3,7 @@
 
 pub mod animate;
 pub mod bench;
+pub mod compose;
 pub mod map;
 pub mod plots;
 pub mod report;
