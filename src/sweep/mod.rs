@@ -17,6 +17,7 @@ pub mod repeats;
 pub mod replay;
 pub mod rng;
 pub mod run;
+pub mod setup;
 pub mod spec;
 pub mod summary;
 
@@ -24,8 +25,10 @@ pub use axis::{Axis, AxisKind};
 pub use plan::{Plan, PlannedPoint, Shard};
 pub use spec::SweepSpec;
 
+use crate::cost::OverLimit;
 use crate::dataset::{DatasetError, ManifestError};
-use crate::error::OutputError;
+
+use crate::error::{OutputError, ParamError};
 use crate::simulate::ConfigError;
 
 /// A sweep file, plan or run that cannot be used. Messages name the file and the key.
@@ -61,6 +64,18 @@ pub enum SweepError {
     Output(#[from] OutputError),
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// A run option that cannot be used (named as the command line spells it).
+    #[error("{0}")]
+    Argument(String),
+    /// A point whose cost cannot be estimated (its derived values no engine can use).
+    #[error("{point}")]
+    Estimate {
+        point: String,
+        #[source]
+        source: ParamError,
+    },
+    #[error(transparent)]
+    OverLimit(#[from] OverLimit),
     /// A dataset that cannot be opened, verified or read.
     #[error(transparent)]
     Data(#[from] DatasetError),
