@@ -24,7 +24,7 @@ use metachron::sweep::summary::{summarize, wilson, Z95};
 use metachron::sweep::{Plan, Shard, SweepSpec};
 
 fn spec(text: &str) -> SweepSpec {
-    SweepSpec::from_str_named(text, "atlas-test.toml", "atlas-test").unwrap()
+    crate::common::sweep::spec_named(text, "atlas-test")
 }
 
 /// Rows as comparable text keyed by point id (columns in `skip` left out).

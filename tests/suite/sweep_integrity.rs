@@ -32,7 +32,7 @@ values = [50.0, 100.0, 200.0, 400.0, 800.0]
 "#;
 
 fn spec() -> SweepSpec {
-    SweepSpec::from_str_named(SWEEP, "integrity.toml", "integrity").unwrap()
+    common::sweep::spec_named(SWEEP, "integrity")
 }
 
 /// Run (or resume) the sweep; returns (already done, run now, quarantined files).
@@ -42,14 +42,10 @@ fn run_sweep(
     resume: bool,
     stop: Option<usize>,
 ) -> (usize, usize, Vec<Defect>) {
-    let spec = spec();
-    let plan = Plan::new(&spec).unwrap();
     let mut o = opts(out, batch, resume);
     o.stop_after_chunks = stop;
-    let work = run::work(&spec, &plan, &o).unwrap();
-    let s = run::run(&spec, &work.pending, &o, |_| {}).unwrap();
-    let q = work.quarantined.iter().map(|(_, _, d)| d.clone()).collect();
-    (work.already_done, s.points_run, q)
+    let (done, quarantined, s) = common::sweep::run_sweep(&spec(), &o);
+    (done, s.points_run, quarantined)
 }
 
 fn sorted_ids(ds: &Rows) -> Vec<u64> {

@@ -31,9 +31,7 @@ values = ["all", "first", [0, 1, 0]]
 "#;
 
 fn run_all(spec: &SweepSpec, o: &RunOptions) -> run::RunSummary {
-    let plan = Plan::new(spec).unwrap();
-    let work = run::work(spec, &plan, o).unwrap();
-    run::run(spec, &work.pending, o, |_| {}).unwrap()
+    crate::common::sweep::run_sweep(spec, o).2
 }
 
 /// Rows as comparable text, sorted by point id (NaN compares equal to NaN).

@@ -13,8 +13,8 @@ use std::process::{Command, Output};
 
 use crate::common::sweep::{checked, read_verified};
 use common::scratch;
-use common::sweep::opts;
 use common::sweep::REFINED;
+use common::sweep::{opts, run_sweep, spec_named};
 use metachron::dataset::verify::{self, Defect};
 use metachron::dataset::{part, tree};
 use metachron::sweep::atlas::{run_adaptive, run_refined, AdaptiveOutcome, RefineOutcome};
@@ -43,16 +43,12 @@ fn other_sweep() -> String {
 }
 
 fn spec_of(text: &str) -> SweepSpec {
-    SweepSpec::from_str_named(text, "trust.toml", "trust").unwrap()
+    spec_named(text, "trust")
 }
 
 /// Run (or resume) `text` into `out` through the library.
 fn run_lib(text: &str, out: &Path, batch: usize) -> run::RunSummary {
-    let spec = spec_of(text);
-    let plan = Plan::new(&spec).unwrap();
-    let o = opts(out, batch, true);
-    let work = run::work(&spec, &plan, &o).unwrap();
-    run::run(&spec, &work.pending, &o, |_| {}).unwrap()
+    run_sweep(&spec_of(text), &opts(out, batch, true)).2
 }
 
 fn bin(args: &[&str]) -> Output {
