@@ -323,3 +323,73 @@ mod tests {
         assert_eq!(est.steps.len(), 3);
     }
 }
+
+/// What one point will do, in words: "~2.1 h (3.0e10 steps of 1.2e-10 s to t = 3 s)".
+pub fn describe(e: &Estimate) -> String {
+    match e.h {
+        Some(h) => format!(
+            "~{} ({:.3e} steps of {h:.3e} s to t = {} s)",
+            human(e.seconds),
+            e.steps,
+            e.horizon
+        ),
+        None => format!(
+            "~{} (the reference to t = {} s, ~{:.3e} steps, at most its max_steps)",
+            human(e.seconds),
+            e.horizon,
+            e.steps
+        ),
+    }
+}
+
+/// Refuse `e` when it is over `limit` and no `point_timeout` at most `limit` bounds it.
+/// `what` names the point ("the run", "point 17 (k_m = 1e12)").
+pub fn enforce(
+    what: &str,
+    e: &Estimate,
+    limit: f64,
+    point_timeout: Option<f64>,
+) -> Result<(), OverLimit> {
+    if e.seconds <= limit || point_timeout.is_some_and(|t| t <= limit) {
+        return Ok(());
+    }
+    Err(OverLimit {
+        what: what.to_string(),
+        cost: describe(e),
+        limit,
+        raise: (e.seconds * 1.5).ceil(),
+        hint: step_hint(e),
+    })
+}
+
+/// A point whose estimate is above the limit, and what to do about it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "{what} would take {cost} on one thread at this machine's measured rate, above the \
+     limit of {} (--max-estimate {limit}): raise it (--max-estimate {raise:.0}, or inf) to run \
+     it anyway, bound it with --point-timeout SECONDS, or shorten it (t_final, the step's \
+     parameters){hint}",
+    human(*limit)
+)]
+pub struct OverLimit {
+    /// The point ("the run", "point 17 (k_m = 1e12)").
+    pub what: String,
+    /// Its estimate, in words.
+    pub cost: String,
+    pub limit: f64,
+    /// A limit that would let it run.
+    pub raise: f64,
+    /// Why its fixed step is small, when it is.
+    pub hint: String,
+}
+
+/// Why a fixed step is small, when it is.
+fn step_hint(e: &Estimate) -> String {
+    match e.h {
+        Some(h) if h < 1e-6 => format!(
+            "; the step {h:.3e} s follows the leg's top bending frequency (k_m, rho, \
+             leg_length, n_nodes) or [fixed_step] h"
+        ),
+        _ => String::new(),
+    }
+}

@@ -14,7 +14,10 @@
 //! - [`simulate`], [`cpu_engine`], [`gpu`]: one run, the CPU batch engine, the GPU host
 //!   and its generated WGSL; [`batch`]: the one place that picks the engine; [`cost`]:
 //!   estimates before a run; [`bench`];
-//! - [`sweep`]: sweep files, plans, datasets, manifests, checks, refinement;
+//! - [`dataset`]: a sweep's dataset on disk, one way through: its manifest, part
+//!   writing, verification (checksums, the verification cache, health) and its rows;
+//! - [`sweep`]: sweep files, plans, runs (writing through the dataset room), refinement,
+//!   replays;
 //! - [`output`]: pictures, maps, animations, the report page.
 
 pub mod error;
@@ -30,6 +33,7 @@ pub mod batch;
 pub mod bench;
 pub mod cost;
 pub mod cpu_engine;
+pub mod dataset;
 pub mod gpu;
 pub mod input_file;
 pub mod integrate;

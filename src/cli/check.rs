@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use metachron::sweep::audit::{audit, Health};
+use metachron::dataset::{Dataset, VerifyOptions};
+use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::SweepSpec;
 
 #[derive(Args, Debug)]
@@ -33,100 +34,24 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let sweep = a.sweep.as_deref().map(SweepSpec::from_file).transpose()?;
-    let found =
-        audit(&a.dir, sweep, false).with_context(|| format!("checking {}", a.dir.display()))?;
+    let checking = || format!("checking {}", a.dir.display());
+    let ds = Dataset::open(&a.dir).with_context(checking)?;
+    let sweep = match a.sweep.as_deref() {
+        Some(file) => SweepSpec::from_file(file)?,
+        None => recorded_sweep(&ds).with_context(checking)?,
+    };
+    let found = ds
+        .verify(&sweep, VerifyOptions::full())
+        .with_context(checking)?;
     let h = &found.health;
     if a.json {
         println!("{}", serde_json::to_string_pretty(h)?);
     } else {
-        print_report(h);
+        print!("{h}");
     }
     Ok(if h.complete && h.clean {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
-}
-
-fn print_report(h: &Health) {
-    println!(
-        "dataset {} (format {}, {}, --backend {}): sweep `{}` (hash {}), {} points; shards {}",
-        h.dir,
-        h.format_version,
-        if h.layout_shards == 1 {
-            "unsharded".to_string()
-        } else {
-            format!("{} shards", h.layout_shards)
-        },
-        h.backend,
-        h.sweep_name,
-        h.sweep_hash,
-        h.points,
-        if h.shards.is_empty() {
-            "none".into()
-        } else {
-            h.shards.join(", ")
-        }
-    );
-    println!("  {} good parts, {} rows", h.good_parts, h.rows);
-    if h.complete {
-        println!("  complete: every planned point id is present once");
-    } else if h.missing_count > 0 {
-        let shown: Vec<String> = h
-            .missing
-            .iter()
-            .take(20)
-            .map(|&(a, b)| {
-                if a == b {
-                    a.to_string()
-                } else {
-                    format!("{a}-{b}")
-                }
-            })
-            .collect();
-        println!(
-            "  INCOMPLETE: {} point ids missing: {}{}",
-            h.missing_count,
-            shown.join(", "),
-            if h.missing.len() > 20 { ", ..." } else { "" }
-        );
-    }
-    if let Some(u) = &h.unfinished {
-        println!("  NOT FINISHED: {u}");
-    }
-    if h.unplanned_rows > 0 {
-        println!(
-            "  {} rows hold point ids the plan does not hold",
-            h.unplanned_rows
-        );
-    }
-    for (p, why) in &h.bad_files {
-        println!("  BAD FILE {p}: {why}");
-    }
-    for (p, why) in &h.quarantined {
-        println!("  QUARANTINED {p}: {why}");
-    }
-    for (p, what, disturbs) in &h.strays {
-        let tag = if *disturbs {
-            "NOT THE DATASET'S"
-        } else {
-            "note"
-        };
-        println!("  {tag} {p}: {what}");
-    }
-    for w in &h.writers {
-        println!(
-            "  written by metachron {} on {} ({}): {} parts, {} rows",
-            w.version, w.backend, w.adapter, w.parts, w.rows
-        );
-    }
-    println!(
-        "  {}",
-        match (h.complete, h.clean) {
-            (true, true) => "OK: complete and clean",
-            (true, false) => "complete, but not clean (files above: `--resume` moves bad parts to quarantine/, remove quarantine/ once inspected; files that are not the dataset's are never moved: remove them yourself)",
-            (false, _) => "not complete: run the sweep again with --resume",
-        }
-    );
 }

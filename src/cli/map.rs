@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
-use metachron::sweep::audit::read_verified;
+use metachron::sweep::audit::recorded_sweep;
 
 #[derive(Args, Debug)]
 pub struct MapArgs {
@@ -67,11 +68,13 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let verified = read_verified(&a.dir, a.allow_incomplete)?;
+    let opened = Dataset::open(&a.dir)?;
+    let sweep = recorded_sweep(&opened)?;
+    let mut verified = opened.verify(&sweep, VerifyOptions::reader(a.allow_incomplete))?;
     if let Some(why) = &verified.incomplete {
         eprintln!("warning: drawing an incomplete dataset (--allow-incomplete): {why}");
     }
-    let ds = verified.dataset;
+    let ds = verified.rows()?;
     if ds.files == 0 {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }

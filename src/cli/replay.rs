@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use metachron::dataset::schema::META_REPLAY_OF;
+use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::simulate::{Backend, PointResult};
-use metachron::sweep::dataset::read_dataset;
+use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::replay::{find_row, Difference, Replay, RowSelector};
-use metachron::sweep::schema::META_REPLAY_OF;
 
 use super::simulate::{execute, plan_outputs, OutputArgs};
 
@@ -48,8 +49,11 @@ pub fn prepare(dir: &Path, sel: RowSelector, backend: Option<Backend>) -> Result
             dir.display()
         );
     }
-    let ds = read_dataset(dir)?;
-    if ds.rows() == 0 {
+    // Any row of the good parts can be replayed, also of an unfinished sweep.
+    let opened = Dataset::open(dir)?;
+    let sweep = recorded_sweep(&opened)?;
+    let ds = opened.verify(&sweep, VerifyOptions::reader(true))?.rows()?;
+    if ds.is_empty() {
         bail!("{}: no rows (no *.parquet part files)", dir.display());
     }
     let row = find_row(&ds, sel)?;

@@ -8,6 +8,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use metachron::batch::run_point_streaming;
+use metachron::dataset::schema::{
+    META_ADAPTER, META_BACKEND, META_METRICS_SETTINGS, META_PARAMS, META_SOLVER_STATS, META_VERSION,
+};
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::animate::{self, AnimationSettings, Animator};
@@ -16,9 +19,6 @@ use metachron::parquet;
 use metachron::reference::Method;
 use metachron::sample::Sample;
 use metachron::simulate::{Backend, PointResult, RunConfig};
-use metachron::sweep::schema::{
-    META_ADAPTER, META_BACKEND, META_METRICS_SETTINGS, META_PARAMS, META_SOLVER_STATS, META_VERSION,
-};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {

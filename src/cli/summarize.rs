@@ -7,10 +7,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use metachron::parquet::write_atomic;
-use metachron::sweep::audit::read_verified;
-use metachron::sweep::schema::{META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL, META_SUMMARY_OF};
-use metachron::sweep::summary::{summarize, Z95};
+use metachron::dataset::{Dataset, VerifyOptions};
+use metachron::sweep::audit::recorded_sweep;
+use metachron::sweep::summary::write_summary;
 
 #[derive(Args, Debug)]
 pub struct SummarizeArgs {
@@ -32,35 +31,20 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let v = read_verified(&a.dir, a.allow_incomplete)?;
-    let ds = &v.dataset;
-    if ds.rows() == 0 {
+    let opened = Dataset::open(&a.dir)?;
+    let sweep = recorded_sweep(&opened)?;
+    let mut v = opened.verify(&sweep, VerifyOptions::reader(a.allow_incomplete))?;
+    let ds = &v.rows()?;
+    if ds.is_empty() {
         bail!("{}: no rows (no good part files)", a.dir.display());
     }
-    let (batch, combos) = summarize(ds, &a.dir)?;
-    let mut meta: Vec<(String, String)> = ds
-        .metadata
-        .iter()
-        .filter(|(k, _)| k.starts_with("metachron.") && k.as_str() != META_CHUNK_WALL)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    meta.sort();
-    meta.push((META_SUMMARY_OF.into(), a.dir.display().to_string()));
-    meta.push((
-        META_INTERVAL.into(),
-        format!("Wilson score, 95 % (z = {Z95})"),
-    ));
     if let Some(why) = &v.incomplete {
-        meta.push((META_INCOMPLETE.into(), why.clone()));
         eprintln!("warning: summarising an incomplete dataset (--allow-incomplete): {why}");
     }
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    write_atomic(&a.out, &batch, &meta)?;
+    let combos = write_summary(ds, &a.dir, &a.out, v.incomplete.as_deref())?;
     println!(
         "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %){}",
-        ds.rows(),
+        ds.len(),
         a.out.display(),
         if v.incomplete.is_some() {
             "; INCOMPLETE dataset"

@@ -11,10 +11,11 @@ use indicatif::ProgressBar;
 use metachron::cost::{human, Estimate, Estimator, Mode, MEASURED};
 use metachron::simulate::Backend;
 use metachron::sweep::run::{self, RunOptions, Work};
+use metachron::sweep::setup::{set_up, Request, Setup};
 use metachron::sweep::{Plan, PlannedPoint, Shard, SweepSpec};
 use metachron::vocabulary::metric;
 
-use super::estimate::{describe, enforce, EstimateArgs, SHOW_ABOVE};
+use super::estimate::{describe, EstimateArgs, SHOW_ABOVE};
 
 #[derive(Args, Debug)]
 pub struct SweepArgs {
@@ -62,52 +63,6 @@ pub struct SweepArgs {
     estimate: EstimateArgs,
 }
 
-/// Each point's estimate (from the step it will really take), by point id; a point
-/// whose derived values no engine can use, or whose estimate is over the limit (and no
-/// --point-timeout bounds it), refuses the sweep, naming the point.
-fn estimate_points(
-    spec: &SweepSpec,
-    points: &[&PlannedPoint],
-    backend: Backend,
-    limit: f64,
-) -> Result<HashMap<u64, Estimate>> {
-    let mut estimator = Estimator::default();
-    let mut out = HashMap::with_capacity(points.len());
-    for p in points {
-        let what = || {
-            format!(
-                "{}: point {} ({})",
-                spec.file,
-                p.point_id,
-                point_label(spec, p)
-            )
-        };
-        let e = estimator
-            .estimate(&p.cfg, backend, Mode::Batch, &MEASURED)
-            .with_context(what)?;
-        enforce(&what(), &e, limit, p.cfg.point_timeout)?;
-        out.insert(p.point_id, e);
-    }
-    Ok(out)
-}
-
-/// "k_m = 1e12, alpha = 50": the point's values on the swept axes.
-fn point_label(spec: &SweepSpec, p: &PlannedPoint) -> String {
-    let label: Vec<String> = spec
-        .axes
-        .iter()
-        .filter_map(|ax| {
-            let x = p.cfg.params.scalar(&ax.param)?;
-            Some(format!("{} = {x}", ax.param))
-        })
-        .collect();
-    if label.is_empty() {
-        "the base point".into()
-    } else {
-        label.join(", ")
-    }
-}
-
 /// Name the points whose estimated cost is far (100x) above the median: one such point
 /// can hold a whole chunk (give it --point-timeout, or leave it out).
 fn warn_outliers(points: &[&PlannedPoint], costs: &[f64]) {
@@ -139,9 +94,9 @@ fn warn_outliers(points: &[&PlannedPoint], costs: &[f64]) {
     );
 }
 
-/// The sweep file with the run options that are not part of it (its hash and its
-/// points stay the same): --point-timeout and --until-settled.
-fn load_spec(a: &SweepArgs) -> Result<SweepSpec> {
+/// --adapter and --gpu-precision, applied when the sweep runs on the GPU (and refused
+/// otherwise).
+fn apply_gpu(a: &SweepArgs) -> Result<()> {
     if a.backend == Backend::Gpu {
         a.gpu.apply()?;
     } else {
@@ -150,16 +105,23 @@ fn load_spec(a: &SweepArgs) -> Result<SweepSpec> {
             "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
         );
     }
-    let mut spec = SweepSpec::from_file(&a.file)?;
-    if let Some(t) = a.point_timeout {
-        anyhow::ensure!(
-            t.is_finite() && t > 0.0,
-            "--point-timeout {t}: allowed is a finite number of seconds > 0"
-        );
-        spec.config.point_timeout = Some(t);
-    }
-    run::apply_until_settled(&mut spec, a.until_settled, a.backend)?;
-    Ok(spec)
+    Ok(())
+}
+
+/// The sweep's arguments as the library takes them.
+fn request(a: &SweepArgs) -> Result<Request> {
+    Ok(Request {
+        file: a.file.clone(),
+        out: a.out.clone(),
+        backend: a.backend,
+        batch: a.batch,
+        resume: a.resume,
+        shard: shard_of(a)?,
+        dry_run: a.dry_run,
+        point_timeout: a.point_timeout,
+        until_settled: a.until_settled,
+        estimate_limit: a.estimate.limit()?,
+    })
 }
 
 /// --shard, else the Slurm array task's shard, else the whole sweep.
@@ -167,28 +129,6 @@ fn shard_of(a: &SweepArgs) -> Result<Shard> {
     Ok(match &a.shard {
         Some(s) => Shard::parse(s)?,
         None => Shard::from_slurm(|k| std::env::var(k).ok())?.unwrap_or_default(),
-    })
-}
-
-/// Where, how and which shard the sweep runs.
-fn run_options(a: &SweepArgs, plan: &Plan, shard: Shard) -> Result<RunOptions> {
-    let batch = match a.batch {
-        Some(0) => bail!("--batch 0: allowed is an integer >= 1"),
-        Some(b) => b,
-        None => run::default_batch(a.backend, &plan.shard(shard)),
-    };
-    let out = match (&a.out, a.dry_run) {
-        (Some(o), _) => o.clone(),
-        (None, true) => PathBuf::from("(no --out)"),
-        (None, false) => bail!("--out DIR is required (the dataset's directory)"),
-    };
-    Ok(RunOptions {
-        out,
-        backend: a.backend,
-        batch,
-        resume: a.resume || (a.dry_run && a.out.is_some()),
-        shard,
-        stop_after_chunks: None,
     })
 }
 
@@ -252,7 +192,7 @@ fn print_plan(a: &SweepArgs, spec: &SweepSpec, work: &Work, opts: &RunOptions) {
         work.pending.len(),
         opts.batch,
         a.backend.label(),
-        metachron::sweep::dataset::adapter_label(a.backend),
+        metachron::sweep::record::adapter_label(a.backend),
     );
 }
 
@@ -395,12 +335,13 @@ fn print_ran(summary: &run::RunSummary, opts: &RunOptions) {
 /// `metachron sweep`: plan the shard, show what it will cost, run what is pending
 /// (or hand refined sweeps to the atlas), then optionally check points on the reference.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    let spec = load_spec(&a)?;
-    let limit = a.estimate.limit()?;
-    let shard = shard_of(&a)?;
-    let plan = Plan::for_shard(&spec, shard)?;
-    let opts = run_options(&a, &plan, shard)?;
-    let estimates = estimate_points(&spec, &plan.shard(shard), a.backend, limit)?;
+    apply_gpu(&a)?;
+    let Setup {
+        spec,
+        plan,
+        opts,
+        estimates,
+    } = set_up(&request(&a)?)?;
     if spec.refine.is_some() || spec.adaptive.is_some() {
         if a.validate.is_some() {
             bail!("--validate: not supported with [refine] or adaptive repeats yet");

@@ -2,11 +2,11 @@
 //! the file metadata.
 
 use crate::bench::{BenchRow, Machine};
-use crate::error::OutputError;
-use crate::parquet::{write_pending, PendingFile, TableBuilder};
-use crate::sweep::schema::{
+use crate::dataset::schema::{
     META_BENCH_CORES, META_BENCH_CPU_MODEL, META_BENCH_SIMD, META_BENCH_UNIX_TIME, META_VERSION,
 };
+use crate::error::OutputError;
+use crate::parquet::{write_pending, PendingFile, TableBuilder};
 use crate::vocabulary as voc;
 
 /// Write the rows into `out`, created before the measurements (so an unwritable path

@@ -12,10 +12,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::dataset::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, META_SWEEP_NAME};
+use crate::dataset::{Column, Rows};
 use crate::error::OutputError;
 use crate::metrics::Class;
-use crate::sweep::dataset::{Column, Dataset};
-use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, META_SWEEP_NAME};
 use crate::sweep::summary::{wilson, Z95};
 use crate::vocabulary::metric;
 
@@ -500,7 +500,7 @@ fn refined_step(ax: &MapAxis, level: &[f64]) -> Option<f64> {
 /// `2^-level` of a grid cell wide along each refined axis and clipped to the axis'
 /// range (coarse levels first, so finer tiles are drawn over them); `None` when the
 /// dataset is not refined.
-fn refined_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis) -> Option<Tiles> {
+fn refined_tiles(ds: &Rows, xa: &MapAxis, ya: &MapAxis) -> Option<Tiles> {
     let (Some(Column::Num(level)), Some(Column::Num(combo))) =
         (ds.column(COL_LEVEL), ds.column(COL_COMBO))
     else {
@@ -555,7 +555,7 @@ struct Cells {
 /// Reduce each tile's rows to what it shows (most frequent class, class fraction with
 /// its Wilson interval, or finite mean of a metric), so drawing needs no dataset.
 fn aggregate(
-    ds: &Dataset,
+    ds: &Rows,
     req: &MapRequest,
     q: Quantity,
     tiles: &Tiles,
@@ -691,7 +691,7 @@ fn what(req: &MapRequest, q: Quantity) -> String {
 
 /// The title: the sweep's name (when the dataset has one) above what is shown and how
 /// many runs each cell holds.
-fn title_lines(ds: &Dataset, what: &str, runs: (usize, usize)) -> Vec<String> {
+fn title_lines(ds: &Rows, what: &str, runs: (usize, usize)) -> Vec<String> {
     let sweep = ds
         .metadata
         .get(META_SWEEP_NAME)
@@ -929,22 +929,22 @@ where
 }
 
 /// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`).
-pub fn draw_map(ds: &Dataset, req: &MapRequest, out: &Path) -> Result<MapSummary, OutputError> {
+pub fn draw_map(ds: &Rows, req: &MapRequest, out: &Path) -> Result<MapSummary, OutputError> {
     draw_map_with(ds, req, &MapOptions::default(), out)
 }
 
 /// The rows must form one table: present, and every column as long as the others.
-fn check_table(ds: &Dataset, out: &Path) -> Result<(), OutputError> {
-    if ds.rows() == 0 {
+fn check_table(ds: &Rows, out: &Path) -> Result<(), OutputError> {
+    if ds.is_empty() {
         return Err(err(out, "the dataset is empty (no part files with rows)"));
     }
-    if let Some((name, c)) = ds.columns.iter().find(|(_, c)| c.len() != ds.rows()) {
+    if let Some((name, c)) = ds.columns.iter().find(|(_, c)| c.len() != ds.len()) {
         return Err(err(
             out,
             format!(
                 "column `{name}` has {} rows but the table has {}: not every part holds it",
                 c.len(),
-                ds.rows()
+                ds.len()
             ),
         ));
     }
@@ -989,7 +989,7 @@ fn write_image(out: &Path, picture: &Picture) -> Result<(), OutputError> {
 
 /// The column `name` of `ds`, or an error listing the columns there are (a misspelt
 /// axis or metric is told what it could have been).
-fn named_column<'a>(ds: &'a Dataset, name: &str, out: &Path) -> Result<&'a Column, OutputError> {
+fn named_column<'a>(ds: &'a Rows, name: &str, out: &Path) -> Result<&'a Column, OutputError> {
     ds.column(name).ok_or_else(|| {
         let names: Vec<&str> = ds.columns.iter().map(|(n, _)| n.as_str()).collect();
         err(
@@ -1004,12 +1004,12 @@ fn named_column<'a>(ds: &'a Dataset, name: &str, out: &Path) -> Result<&'a Colum
 
 /// The tiles to draw: each refined point's own tile when the dataset was refined and
 /// no `bins` were asked for, else the grid of the axes' cells.
-fn map_tiles(ds: &Dataset, xa: &MapAxis, ya: &MapAxis, bins: Option<usize>) -> Tiles {
+fn map_tiles(ds: &Rows, xa: &MapAxis, ya: &MapAxis, bins: Option<usize>) -> Tiles {
     match bins {
         Some(_) => None,
         None => refined_tiles(ds, xa, ya),
     }
-    .unwrap_or_else(|| grid_tiles(xa, ya, ds.rows()))
+    .unwrap_or_else(|| grid_tiles(xa, ya, ds.len()))
 }
 
 /// Fewest and most runs over the tiles that hold any, `(0, 0)` when none does: the
@@ -1046,7 +1046,7 @@ fn filled_cells(q: Quantity, cells: &Cells) -> usize {
 
 /// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`) with `opts`.
 pub fn draw_map_with(
-    ds: &Dataset,
+    ds: &Rows,
     req: &MapRequest,
     opts: &MapOptions,
     out: &Path,
@@ -1085,7 +1085,7 @@ pub fn draw_map_with(
     };
     write_image(out, &picture)?;
     Ok(MapSummary {
-        rows: ds.rows(),
+        rows: ds.len(),
         cells: tiles.rects.len(),
         filled_cells: filled_cells(q, &cells),
         x_log: xa.log,
@@ -1132,14 +1132,14 @@ mod tests {
         y.push(10f64.sqrt());
         let level = [vec![0.0; 9], vec![1.0]].concat();
         let combo: Vec<f64> = (0..10).map(|c| c as f64).collect();
-        let ds = Dataset {
+        let ds = Rows {
             columns: vec![
                 ("x".into(), Column::Num(std::mem::take(&mut x))),
                 ("y".into(), Column::Num(y)),
                 (COL_LEVEL.into(), Column::Num(level)),
                 (COL_COMBO.into(), Column::Num(combo)),
             ],
-            ..Dataset::default()
+            ..Rows::default()
         };
         let col = |n: &str| ds.column(n).unwrap();
         let (xa, ya) = (

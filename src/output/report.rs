@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 
+use crate::dataset::schema::COL_COMBO;
 use crate::error::OutputError;
 use crate::parquet::PendingFile;
-use crate::sweep::schema::COL_COMBO;
 use crate::vocabulary as voc;
 
 /// A picture of the page: a file to embed, a heading and a caption.

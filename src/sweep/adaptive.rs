@@ -11,15 +11,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::sweep::dataset::{Column, Dataset};
+use crate::dataset::{Column, Rows};
 use crate::sweep::repeats::AdaptiveRepeats;
 use crate::sweep::summary::widest_interval;
 use crate::sweep::PlannedPoint;
 
 /// Class label per written point id.
-pub fn classes_by_id(ds: &Dataset) -> HashMap<u64, String> {
+pub fn classes_by_id(ds: &Rows) -> HashMap<u64, String> {
     let mut classes = HashMap::new();
-    if let Some(Column::Text(cls)) = ds.column(crate::sweep::schema::COL_CLASS) {
+    if let Some(Column::Text(cls)) = ds.column(crate::dataset::schema::COL_CLASS) {
         for (id, c) in ds.point_ids().into_iter().zip(cls) {
             classes.insert(id, c.clone());
         }

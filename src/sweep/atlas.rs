@@ -4,11 +4,10 @@
 //! planned from them). Part files are written as [`run::run`] writes them, so these
 //! sweeps resume and (refinement with fixed repeats) shard like any other.
 
+use crate::dataset::{rows, verify};
 use crate::sweep::adaptive::{classes_by_id, pending};
-use crate::sweep::dataset;
 use crate::sweep::refine::{LevelPlan, Refiner};
 use crate::sweep::run::{self, RunOptions};
-use crate::sweep::verify;
 use crate::sweep::{Plan, PlannedPoint, SweepError, SweepSpec};
 
 /// What a running atlas sweep reports as it goes (the CLI draws it; tests ignore it).
@@ -115,7 +114,7 @@ fn run_stage(
     };
     let all: Vec<&PlannedPoint> = plan.points.iter().collect();
     loop {
-        let classes = classes_by_id(&dataset::read_dataset(&opts.out)?);
+        let classes = classes_by_id(&rows::read_unverified(&opts.out)?);
         let (todo, open) = pending(&a, &all, &classes);
         if todo.is_empty() {
             ran.points = all
@@ -236,7 +235,7 @@ pub fn run_refined(
                 });
             }
         }
-        next = refiner.next_level(&dataset::read_dataset(&opts.out)?)?;
+        next = refiner.next_level(&rows::read_unverified(&opts.out)?)?;
     }
     Ok(RefineOutcome::Done(reports))
 }

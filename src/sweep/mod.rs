@@ -1,33 +1,34 @@
 //! Sweeps: a sweep file (a base parameter set plus axes) becomes a plan of points
 //! with stable ids, run in chunks whose results are written as the part files of one
-//! Parquet dataset ([`dataset`], names in [`schema`]) that its manifest describes
-//! ([`manifest`]), checked before it is trusted ([`verify`], [`audit`]) and written by
-//! one process per shard ([`lock`]); any row can be run again ([`replay`]).
+//! dataset ([`crate::dataset`]; what each part records: [`record`]) by one process per
+//! shard ([`lock`]). A dataset is judged against the plan its sweep makes ([`audit`]);
+//! any row can be run again ([`replay`]).
 
 pub mod adaptive;
 pub mod atlas;
 pub mod audit;
 pub mod axis;
-pub mod dataset;
 pub mod lattice;
 pub mod lock;
-pub mod manifest;
 pub mod plan;
+pub mod record;
 pub mod refine;
 pub mod repeats;
 pub mod replay;
 pub mod rng;
 pub mod run;
-pub mod schema;
+pub mod setup;
 pub mod spec;
 pub mod summary;
-pub mod verify;
 
 pub use axis::{Axis, AxisKind};
 pub use plan::{Plan, PlannedPoint, Shard};
 pub use spec::SweepSpec;
 
-use crate::error::OutputError;
+use crate::cost::OverLimit;
+use crate::dataset::{DatasetError, ManifestError};
+
+use crate::error::{OutputError, ParamError};
 use crate::simulate::ConfigError;
 
 /// A sweep file, plan or run that cannot be used. Messages name the file and the key.
@@ -62,17 +63,20 @@ pub enum SweepError {
     #[error(transparent)]
     Output(#[from] OutputError),
     #[error(transparent)]
-    Manifest(#[from] manifest::ManifestError),
-    /// A directory that holds no dataset (`check`, `summarize`, `map`, `report`, `replay`).
-    #[error(
-        "{dir}: no dataset here (no {manifest} and no shard=K/part-*.parquet files); give the \
-         --out DIR of a sweep"
-    )]
-    NoDataset { dir: String, manifest: &'static str },
-    /// A dataset that `check` would not pass, refused by a reader.
-    #[error(
-        "{dir}: {reasons}. Run `metachron check {dir}` for the details, or pass \
-         --allow-incomplete to use what is there"
-    )]
-    Refused { dir: String, reasons: String },
+    Manifest(#[from] ManifestError),
+    /// A run option that cannot be used (named as the command line spells it).
+    #[error("{0}")]
+    Argument(String),
+    /// A point whose cost cannot be estimated (its derived values no engine can use).
+    #[error("{point}")]
+    Estimate {
+        point: String,
+        #[source]
+        source: ParamError,
+    },
+    #[error(transparent)]
+    OverLimit(#[from] OverLimit),
+    /// A dataset that cannot be opened, verified or read.
+    #[error(transparent)]
+    Data(#[from] DatasetError),
 }

@@ -30,11 +30,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use crate::dataset::schema::{COL_CLASS, COL_COMBO};
+use crate::dataset::{Column, Rows};
 use crate::metrics::Class;
-use crate::sweep::dataset::{Column, Dataset};
 use crate::sweep::lattice::{FractionTest, Lattice, Refine, RefineBy};
 use crate::sweep::plan::combo_points;
-use crate::sweep::schema::{COL_CLASS, COL_COMBO};
 use crate::sweep::summary::{wilson, Z95};
 use crate::sweep::{Plan, SweepError, SweepSpec};
 
@@ -153,7 +153,7 @@ fn no_column(name: &str) -> SweepError {
 /// repeats, fixed or adaptive).
 fn corner_values(
     r: &Refine,
-    ds: &Dataset,
+    ds: &Rows,
     combos: &BTreeSet<u64>,
 ) -> Result<HashMap<u64, Corner>, SweepError> {
     let mut rows: HashMap<u64, Vec<usize>> = HashMap::new();
@@ -295,7 +295,7 @@ impl<'a> Refiner<'a> {
 
     /// The next level from the rows written so far (`ds` holds every row of the
     /// levels before it); `None` when no cell splits or `max_level` is reached.
-    pub fn next_level(&mut self, ds: &Dataset) -> Result<Option<LevelPlan>, SweepError> {
+    pub fn next_level(&mut self, ds: &Rows) -> Result<Option<LevelPlan>, SweepError> {
         if self.level >= self.r.max_level {
             return Ok(None);
         }
@@ -378,7 +378,7 @@ pub struct RefinedPlan {
 /// Plan a refined sweep from the rows `ds` it wrote, level by level with the runner's
 /// [`Refiner`]: a level's plan needs every row of the levels before it (with adaptive
 /// repeats, every round its combinations asked for).
-pub fn plan_from_rows(spec: &SweepSpec, ds: &Dataset) -> Result<RefinedPlan, SweepError> {
+pub fn plan_from_rows(spec: &SweepSpec, ds: &Rows) -> Result<RefinedPlan, SweepError> {
     let present: std::collections::HashSet<u64> = ds.point_ids().into_iter().collect();
     let classes = crate::sweep::adaptive::classes_by_id(ds);
     let mut refiner = Refiner::new(spec)?;

@@ -6,13 +6,14 @@
 //! on the points beside it in a block), so a row can be looked at again (time series,
 //! pictures, animation) without copying its parameters by hand.
 
+use crate::dataset::schema::{
+    COL_BACKEND, COL_CLASS, COL_COMBO, COL_POINT_ID, COL_REPEAT, COL_STATUS, COL_T_RUN,
+};
+use crate::dataset::schema::{META_ADAPTER, META_SWEEP};
+use crate::dataset::{Column, Rows};
 use crate::metrics::{Metrics, METRIC_COLUMNS};
 use crate::params::{Params, ACTUATED, CHOICE_PARAMS, LIST_PARAMS, SCALAR_PARAMS};
 use crate::simulate::{Backend, RunConfig};
-use crate::sweep::dataset::{Column, Dataset, META_ADAPTER, META_SWEEP};
-use crate::sweep::schema::{
-    COL_BACKEND, COL_CLASS, COL_COMBO, COL_POINT_ID, COL_REPEAT, COL_STATUS, COL_T_RUN,
-};
 use crate::sweep::{SweepError, SweepSpec};
 
 /// Which row: by point id, or by combination and repeat.
@@ -56,7 +57,7 @@ fn dataset_err(message: String) -> SweepError {
     SweepError::Dataset(message)
 }
 
-fn num(ds: &Dataset, name: &str, row: usize) -> Result<f64, SweepError> {
+fn num(ds: &Rows, name: &str, row: usize) -> Result<f64, SweepError> {
     match ds.column(name) {
         Some(Column::Num(v)) if row < v.len() => Ok(v[row]),
         _ => Err(dataset_err(format!(
@@ -65,7 +66,7 @@ fn num(ds: &Dataset, name: &str, row: usize) -> Result<f64, SweepError> {
     }
 }
 
-fn text<'a>(ds: &'a Dataset, name: &str, row: usize) -> Result<&'a str, SweepError> {
+fn text<'a>(ds: &'a Rows, name: &str, row: usize) -> Result<&'a str, SweepError> {
     match ds.column(name) {
         Some(Column::Text(v)) if row < v.len() => Ok(&v[row]),
         _ => Err(dataset_err(format!(
@@ -75,11 +76,11 @@ fn text<'a>(ds: &'a Dataset, name: &str, row: usize) -> Result<&'a str, SweepErr
 }
 
 /// The row `sel` names, with the ranges that exist when it names none.
-pub fn find_row(ds: &Dataset, sel: RowSelector) -> Result<usize, SweepError> {
+pub fn find_row(ds: &Rows, sel: RowSelector) -> Result<usize, SweepError> {
     let ids = ds.point_ids();
     let found = match sel {
         RowSelector::Point(id) => ids.iter().position(|&p| p == id),
-        RowSelector::Combo { combo, repeat } => (0..ds.rows()).find(|&r| {
+        RowSelector::Combo { combo, repeat } => (0..ds.len()).find(|&r| {
             num(ds, COL_COMBO, r).is_ok_and(|c| c as u64 == combo)
                 && num(ds, COL_REPEAT, r).is_ok_and(|x| x as u32 == repeat)
         }),
@@ -104,7 +105,7 @@ pub fn find_row(ds: &Dataset, sel: RowSelector) -> Result<usize, SweepError> {
 /// The row's parameters from its own columns: every scalar parameter, the actuation
 /// mask and the per-leg lists (written with Rust's shortest round-trip formatting, so
 /// read back exactly).
-pub fn row_params(ds: &Dataset, row: usize) -> Result<Params, SweepError> {
+pub fn row_params(ds: &Rows, row: usize) -> Result<Params, SweepError> {
     let mut p = Params::default();
     let param_err = |name: &str, e: crate::error::ParamError| {
         dataset_err(format!("row {row}: parameter `{name}`: {e}"))
@@ -135,7 +136,7 @@ pub fn row_params(ds: &Dataset, row: usize) -> Result<Params, SweepError> {
 /// of t_final: a continuation cap that repeats every row's decisions when the sweep's
 /// `--until-settled` came from the command line (it is recorded only as the horizons
 /// the rows reached; each continued in steps of t_final up to a cap at least this).
-fn reached_horizon(ds: &Dataset, t_final: f64) -> Option<f64> {
+fn reached_horizon(ds: &Rows, t_final: f64) -> Option<f64> {
     let Some(Column::Num(t_run)) = ds.column(COL_T_RUN) else {
         return None;
     };
@@ -149,7 +150,7 @@ fn reached_horizon(ds: &Dataset, t_final: f64) -> Option<f64> {
 
 impl Replay {
     /// Prepare row `row` of `ds` to run again; `engine` overrides the row's own.
-    pub fn of_row(ds: &Dataset, row: usize, engine: Option<Backend>) -> Result<Replay, SweepError> {
+    pub fn of_row(ds: &Rows, row: usize, engine: Option<Backend>) -> Result<Replay, SweepError> {
         let text_of_sweep = ds.metadata.get(META_SWEEP).ok_or_else(|| {
             dataset_err(format!(
                 "the dataset records no sweep file (file metadata `{META_SWEEP}`): not written \

@@ -6,14 +6,16 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::batch::run_batch;
+use crate::dataset::manifest::{self, Manifest};
+use crate::dataset::schema::{self, COL_POINT_ID, FORMAT_VERSION};
+use crate::dataset::tree::{self, Stray};
+use crate::dataset::verify::{self, Defect, Expected};
+use crate::dataset::{part, rows, Column};
 use crate::metrics::METRIC_COLUMNS;
 use crate::simulate::{Backend, RunConfig};
-use crate::sweep::dataset::{self, Column, Stray};
 use crate::sweep::lock::{lock_shard, ShardLock};
-use crate::sweep::manifest::{self, Manifest};
+use crate::sweep::record;
 use crate::sweep::rng::SplitMix64;
-use crate::sweep::schema::{self, COL_POINT_ID, FORMAT_VERSION};
-use crate::sweep::verify::{self, Defect, Expected};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
 /// How to run a sweep.
@@ -81,9 +83,9 @@ pub fn id_space(spec: &SweepSpec) -> u64 {
 /// What a part of `spec`'s dataset must be (the manifest adds layout and backend).
 pub fn expected(spec: &SweepSpec) -> Result<Expected, SweepError> {
     Ok(Expected {
-        sweep_hash: dataset::sweep_hash(spec),
+        sweep_hash: record::sweep_hash(spec),
         points: id_space(spec),
-        schema: dataset::part_schema()?,
+        schema: part::part_schema()?,
         shards: None,
         backend: None,
     })
@@ -93,7 +95,7 @@ pub fn expected(spec: &SweepSpec) -> Result<Expected, SweepError> {
 pub fn writer_manifest(spec: &SweepSpec, opts: &RunOptions) -> Manifest {
     Manifest {
         format_version: FORMAT_VERSION,
-        sweep_hash: dataset::sweep_hash(spec),
+        sweep_hash: record::sweep_hash(spec),
         sweep_name: spec.name.clone(),
         sweep_file: spec.file.clone(),
         sweep: spec.text.clone(),
@@ -173,7 +175,7 @@ fn prepare<'a>(
         )));
     }
     let wanted = writer_manifest(spec, opts);
-    let tree = dataset::tree(out)?;
+    let tree = tree::tree(out)?;
     match verify::manifest_of(out)? {
         Some(m) => {
             m.admits(&wanted, out)?;
@@ -204,7 +206,7 @@ fn prepare<'a>(
         let held = manifest::lock(out)?;
         let (_, created) = manifest::claim(out, &wanted, &held)?;
         drop(held);
-        if !created && !opts.resume && !dataset::part_files(out)?.is_empty() {
+        if !created && !opts.resume && !tree::part_files(out)?.is_empty() {
             return Err(SweepError::Dataset(format!(
                 "{} already holds a dataset: pass --resume to continue it, or choose another --out",
                 out.display()
@@ -240,7 +242,7 @@ fn prepare<'a>(
     if as_writer && opts.resume {
         // Only this shard's directory, under its lock: other shards may be writing
         // into theirs right now (a job array resumes all its tasks at once).
-        dataset::remove_stale_temporaries(&shard_dir)?;
+        tree::remove_stale_temporaries(&shard_dir)?;
     }
     let shard_points = mine.len();
     let pending: Vec<&PlannedPoint> = mine
@@ -316,7 +318,7 @@ pub fn run(
     mut on_chunk: impl FnMut(usize),
 ) -> Result<RunSummary, SweepError> {
     let start = Instant::now();
-    let scheme = dataset::scheme_label(spec, opts.backend);
+    let scheme = record::scheme_label(spec, opts.backend);
     let mut s = RunSummary::default();
     for chunk in pending.chunks(opts.batch.max(1)) {
         if opts
@@ -333,15 +335,15 @@ pub fn run(
             .iter()
             .filter(|r| !r.as_ref().is_ok_and(|r| r.metrics.status.is_ok()))
             .count();
-        let batch = dataset::chunk_batch(chunk, &results, opts.backend, &scheme)?;
+        let batch = part::chunk_batch(chunk, &results, opts.backend, &scheme)?;
         let used = results
             .iter()
             .find_map(|r| r.as_ref().ok().map(|r| r.backend))
             .unwrap_or(opts.backend);
-        let mut meta = dataset::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
-        meta.extend(dataset::integrity_metadata(&batch)?);
-        let path = dataset::part_path(&opts.out, opts.shard, chunk[0].point_id);
-        dataset::write_part(&path, &batch, &meta)?;
+        let mut meta = record::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
+        meta.extend(part::integrity_metadata(&batch)?);
+        let path = schema::part_path(&opts.out, opts.shard, chunk[0].point_id);
+        part::write_part(&path, &batch, &meta)?;
         s.points_run += chunk.len();
         s.chunks_written += 1;
         on_chunk(s.points_run);
@@ -390,7 +392,7 @@ pub fn validate(
     let perm = rng.permutation(mine.len());
     let mut chosen: Vec<&PlannedPoint> = perm.iter().take(k).map(|&i| mine[i]).collect();
     chosen.sort_by_key(|p| p.point_id);
-    let ds = dataset::read_dataset(&opts.out)?;
+    let ds = rows::read_unverified(&opts.out)?;
     let ids = ds.point_ids();
     let t_run_of = |p: &PlannedPoint| match ds.column(schema::COL_T_RUN) {
         Some(Column::Num(v)) => ids

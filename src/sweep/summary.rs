@@ -7,12 +7,15 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 
+use crate::dataset::schema::{
+    COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED, META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL,
+    META_SUMMARY_OF,
+};
+use crate::dataset::{Column, Rows};
 use crate::error::OutputError;
 use crate::metrics::Class;
 use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, OMEGA_LEGS, PSI_INIT, SCALAR_PARAMS};
 use crate::parquet::TableBuilder;
-use crate::sweep::dataset::{Column, Dataset};
-use crate::sweep::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED};
 use crate::vocabulary::{self as voc, metric, Aggregate, METRICS};
 
 /// The two-sided 95 % normal quantile.
@@ -102,7 +105,7 @@ fn list_unit(name: &str) -> &'static str {
 }
 
 /// Rows of `ds` grouped by `combo` (in combination order).
-pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
+pub fn rows_by_combo(ds: &Rows, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>, OutputError> {
     let Some(Column::Num(combo)) = ds.column(COL_COMBO) else {
         return Err(missing(dir, COL_COMBO));
     };
@@ -113,8 +116,44 @@ pub fn rows_by_combo(ds: &Dataset, dir: &Path) -> Result<BTreeMap<u64, Vec<usize
     Ok(groups)
 }
 
+/// Write the summary of `ds` (read from `dir`) to the Parquet file `out` (its directory
+/// created if missing), with the dataset's file metadata (less the chunk timing), the
+/// dataset it summarises, the interval, and `incomplete` (why) when it covers only part
+/// of its dataset. Returns the number of parameter combinations.
+pub fn write_summary(
+    ds: &Rows,
+    dir: &Path,
+    out: &Path,
+    incomplete: Option<&str>,
+) -> Result<usize, OutputError> {
+    let (batch, combos) = summarize(ds, dir)?;
+    let mut meta: Vec<(String, String)> = ds
+        .metadata
+        .iter()
+        .filter(|(k, _)| k.starts_with("metachron.") && k.as_str() != META_CHUNK_WALL)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    meta.sort();
+    meta.push((META_SUMMARY_OF.into(), dir.display().to_string()));
+    meta.push((
+        META_INTERVAL.into(),
+        format!("Wilson score, 95 % (z = {Z95})"),
+    ));
+    if let Some(why) = incomplete {
+        meta.push((META_INCOMPLETE.into(), why.to_string()));
+    }
+    if let Some(parent) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|source| OutputError::Io {
+            path: parent.display().to_string(),
+            source,
+        })?;
+    }
+    crate::parquet::write_atomic(out, &batch, &meta)?;
+    Ok(combos)
+}
+
 /// One row per parameter combination of the sweep dataset `ds` (read from `dir`).
-pub fn summarize(ds: &Dataset, dir: &Path) -> Result<(RecordBatch, usize), OutputError> {
+pub fn summarize(ds: &Rows, dir: &Path) -> Result<(RecordBatch, usize), OutputError> {
     let groups = rows_by_combo(ds, dir)?;
     let Some(Column::Text(class)) = ds.column(COL_CLASS) else {
         return Err(missing(dir, COL_CLASS));

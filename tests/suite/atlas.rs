@@ -9,26 +9,26 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::common::sweep::checked;
 use common::scratch;
 use common::sweep::opts;
 use common::sweep::REFINED;
 use metachron::batch::run_point;
+use metachron::dataset::{rows, schema, tree, Column, Rows};
 use metachron::metrics::Class;
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
 use metachron::simulate::{Backend, RunConfig};
 use metachron::sweep::atlas::{run_adaptive, run_refined, AdaptiveOutcome, RefineOutcome};
-use metachron::sweep::audit::audit;
-use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::summary::{summarize, wilson, Z95};
 use metachron::sweep::{Plan, Shard, SweepSpec};
 
 fn spec(text: &str) -> SweepSpec {
-    SweepSpec::from_str_named(text, "atlas-test.toml", "atlas-test").unwrap()
+    crate::common::sweep::spec_named(text, "atlas-test")
 }
 
 /// Rows as comparable text keyed by point id (columns in `skip` left out).
-fn rows(ds: &Dataset, skip: &[&str]) -> HashMap<u64, String> {
+fn rows(ds: &Rows, skip: &[&str]) -> HashMap<u64, String> {
     let ids = ds.point_ids();
     (0..ids.len())
         .map(|i| {
@@ -87,8 +87,8 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
     assert!(levels.len() > 1 && levels[1].points > 0, "{levels:?}");
     let total: usize = levels.iter().map(|l| l.points).sum();
     assert!(total <= 60);
-    let refined = dataset::read_dataset(&full).unwrap();
-    assert_eq!(refined.rows(), total);
+    let refined = rows::read_unverified(&full).unwrap();
+    assert_eq!(refined.len(), total);
 
     // The dense sweep of the same lattice (9 x 9): same ids, same rows.
     let dense_text = REFINED
@@ -102,7 +102,7 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
     let plan = Plan::new(&d).unwrap();
     let work = run::work(&d, &plan, &o).unwrap();
     run::run(&d, &work.pending, &o, |_| {}).unwrap();
-    let dense_rows = rows(&dataset::read_dataset(&dense).unwrap(), &["level"]);
+    let dense_rows = rows(&rows::read_unverified(&dense).unwrap(), &["level"]);
     let refined_rows = rows(&refined, &["level"]);
     for (id, row) in &refined_rows {
         assert_eq!(Some(row), dense_rows.get(id), "point {id}");
@@ -124,7 +124,7 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
     o.resume = true;
     refine_done(&s, &o);
     assert_eq!(
-        rows(&dataset::read_dataset(&part).unwrap(), &[]),
+        rows(&rows::read_unverified(&part).unwrap(), &[]),
         rows(&refined, &[])
     );
 
@@ -146,7 +146,7 @@ fn refinement_matches_the_dense_lattice_and_resumes_exactly() {
     }
     assert_eq!(done, [true, true]);
     assert_eq!(
-        rows(&dataset::read_dataset(&sharded).unwrap(), &[]),
+        rows(&rows::read_unverified(&sharded).unwrap(), &[]),
         rows(&refined, &[])
     );
 }
@@ -194,15 +194,15 @@ fn killed_refined_sweep_resumes_to_the_same_rows() {
         if let Some(status) = child.try_wait().unwrap() {
             panic!("sweep ended before it could be killed: {status}");
         }
-        if dataset::part_files(&out).unwrap().len() > 10 {
+        if tree::part_files(&out).unwrap().len() > 10 {
             break;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let full_ds = dataset::read_dataset(&full).unwrap();
-    assert!(dataset::part_files(&out).unwrap().len() < full_ds.rows());
+    let full_ds = rows::read_unverified(&full).unwrap();
+    assert!(tree::part_files(&out).unwrap().len() < full_ds.len());
     let st = common::bin::command()
         .args(args(&out, &["--resume"]))
         .output()
@@ -213,7 +213,7 @@ fn killed_refined_sweep_resumes_to_the_same_rows() {
         String::from_utf8_lossy(&st.stderr)
     );
     assert_eq!(
-        rows(&dataset::read_dataset(&out).unwrap(), &[]),
+        rows(&rows::read_unverified(&out).unwrap(), &[]),
         rows(&full_ds, &[])
     );
 }
@@ -247,7 +247,7 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
         panic!("not done")
     };
     assert!(!rounds.is_empty());
-    let ds = dataset::read_dataset(&full).unwrap();
+    let ds = rows::read_unverified(&full).unwrap();
     let Some(Column::Text(class)) = ds.column("class") else {
         panic!("no class column")
     };
@@ -298,7 +298,7 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
     o.resume = true;
     run_adaptive(&s, &plan, &o, &mut ()).unwrap();
     assert_eq!(
-        rows(&dataset::read_dataset(&part).unwrap(), &[]),
+        rows(&rows::read_unverified(&part).unwrap(), &[]),
         rows(&ds, &[])
     );
     let mut o = opts(&scratch("adaptive-shard"), 8, false);
@@ -481,7 +481,7 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
     else {
         panic!("not done")
     };
-    let ds = dataset::read_dataset(&full).unwrap();
+    let ds = rows::read_unverified(&full).unwrap();
     let num = |name: &str| match ds.column(name) {
         Some(Column::Num(v)) => v.clone(),
         _ => panic!("{name}"),
@@ -556,7 +556,7 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
     ));
     // `check` plans the levels and rounds from the rows as the runner does: the
     // interrupted dataset is unfinished, not complete.
-    let h = audit(&part, None, false).unwrap().health;
+    let h = checked(&part).unwrap().health;
     assert!(!h.complete && h.unfinished.is_some(), "{h:?}");
     let mut o = opts(&part, 8, false);
     o.resume = true;
@@ -565,12 +565,12 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
         RefineOutcome::Done(_)
     ));
     assert_eq!(
-        rows(&dataset::read_dataset(&part).unwrap(), &[]),
+        rows(&rows::read_unverified(&part).unwrap(), &[]),
         rows(&ds, &[])
     );
     // Finished, `check` expects exactly the rows the runner wrote.
     for dir in [&full, &part] {
-        let h = audit(dir, None, false).unwrap().health;
+        let h = checked(dir).unwrap().health;
         assert!(h.complete && h.clean, "{h:?}");
         assert_eq!(h.points as usize, ds.point_ids().len());
         assert_eq!((h.missing_count, h.unplanned_rows), (0, 0));
@@ -661,11 +661,11 @@ fn format_2_rows_hold_list_columns_and_the_summary_keeps_their_types() {
     let work = run::work(&s, &plan, &o).unwrap();
     run::run(&s, &work.pending, &o, |_| {}).unwrap();
     drop(work);
-    let ds = dataset::read_dataset(&dir).unwrap();
+    let ds = rows::read_unverified(&dir).unwrap();
     // Format 2 on disk: list columns, and the file says so.
-    let part = &dataset::part_files(&dir).unwrap()[0];
+    let part = &tree::part_files(&dir).unwrap()[0];
     let (b, meta) = metachron::parquet::read_parquet(part).unwrap();
-    assert_eq!(meta[dataset::META_FORMAT], "2");
+    assert_eq!(meta[schema::META_FORMAT], "2");
     let schema = b[0].schema();
     let ty = |n: &str| schema.field_with_name(n).unwrap().data_type().to_string();
     assert!(ty("psi_init").starts_with("List(") && ty("psi_init").contains("Float64"));

@@ -7,7 +7,8 @@ use crate::common;
 
 use std::path::Path;
 
-use metachron::sweep::dataset::{read_dataset, Column};
+use metachron::dataset::rows::read_unverified as read_dataset;
+use metachron::dataset::Column;
 
 const SWEEP: &str = "name = \"degrade\"\n[base]\nn_legs = 3\nn_nodes = 3\nt_final = 0.2\n[[axes]]\nparam = \"alpha\"\nvalues = [50.0, 100.0, 200.0, 400.0]\n";
 
@@ -46,12 +47,12 @@ fn batches_that_do_not_fit_the_device_fall_back_to_cpu() {
         read_dataset(&dir.join("gpu")).unwrap(),
         read_dataset(&dir.join("cpu")).unwrap(),
     );
-    assert_eq!(g.rows(), 4);
+    assert_eq!(g.len(), 4);
     match g.column("backend") {
         Some(Column::Text(v)) => assert!(v.iter().all(|b| b == "cpu"), "{v:?}"),
         _ => panic!("no backend column"),
     }
-    let ids = |d: &metachron::sweep::dataset::Dataset| d.point_ids();
+    let ids = |d: &metachron::dataset::Rows| d.point_ids();
     for name in ["lag_order", "displacement", "work"] {
         let (Some(Column::Num(a)), Some(Column::Num(b))) = (g.column(name), c.column(name)) else {
             panic!("{name}");

@@ -12,6 +12,7 @@ mod broken_pipe;
 mod contact_events;
 mod couple;
 mod cpu_batch;
+mod dataset_room;
 mod first_hour;
 mod gpu_budgets;
 mod gpu_cli;

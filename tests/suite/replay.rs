@@ -7,9 +7,10 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::scratch;
+use metachron::dataset::rows::read_unverified as read_dataset;
+use metachron::dataset::{Column, Rows};
 use metachron::metrics::METRIC_COLUMNS;
 use metachron::parquet::read_parquet;
-use metachron::sweep::dataset::{read_dataset, Column, Dataset};
 
 /// Write `text` as `dir/NAME.toml` and sweep it on `backend` into `dir/NAME`.
 fn sweep(dir: &Path, name: &str, text: &str, backend: &str) -> PathBuf {
@@ -37,14 +38,14 @@ const CPU_SWEEP: &str = "name = \"mixed\"\nseed = 7\nrepeats = 2\nrandom_phases 
     [[axes]]\nparam = \"alpha\"\nvalues = [20.0, 2000.0]\n\
     [[axes]]\nparam = \"k_p\"\nvalues = [5.0, 500.0]\n";
 
-fn num(ds: &Dataset, name: &str, row: usize) -> f64 {
+fn num(ds: &Rows, name: &str, row: usize) -> f64 {
     match ds.column(name) {
         Some(Column::Num(v)) => v[row],
         other => panic!("{name}: {other:?}"),
     }
 }
 
-fn text(ds: &Dataset, name: &str, row: usize) -> String {
+fn text(ds: &Rows, name: &str, row: usize) -> String {
     match ds.column(name) {
         Some(Column::Text(v)) => v[row].clone(),
         other => panic!("{name}: {other:?}"),
@@ -53,7 +54,7 @@ fn text(ds: &Dataset, name: &str, row: usize) -> String {
 
 /// Every metric, the status and the class of `replayed` (a `--metrics` file) against
 /// row `row` of `ds`: (name, row value, replayed value) where the bits differ.
-fn bit_differences(ds: &Dataset, row: usize, replayed: &Dataset) -> Vec<(String, String, String)> {
+fn bit_differences(ds: &Rows, row: usize, replayed: &Rows) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for (name, _) in METRIC_COLUMNS {
         let (a, b) = (num(ds, name, row), num(replayed, name, 0));
@@ -71,9 +72,9 @@ fn bit_differences(ds: &Dataset, row: usize, replayed: &Dataset) -> Vec<(String,
 }
 
 /// A one-file Parquet table read like a dataset (scalar columns).
-fn read_one(path: &Path) -> Dataset {
+fn read_one(path: &Path) -> Rows {
     let (batches, _) = read_parquet(path).unwrap();
-    let mut ds = Dataset::default();
+    let mut ds = Rows::default();
     for b in batches {
         for (f, a) in b.schema().fields().iter().zip(b.columns()) {
             use arrow_array::{Array, Float64Array, StringArray};
@@ -96,7 +97,7 @@ fn replayed_rows_equal_the_dataset_bit_for_bit_on_the_cpu_engine() {
     let dir = scratch("cpu");
     let ds_dir = sweep(&dir, "mixed", CPU_SWEEP, "cpu");
     let ds = read_dataset(&ds_dir).unwrap();
-    assert_eq!(ds.rows(), 8);
+    assert_eq!(ds.len(), 8);
     let ids = ds.point_ids();
     let mut failures = Vec::new();
     for (row, &id) in ids.iter().enumerate() {

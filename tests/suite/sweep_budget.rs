@@ -6,11 +6,11 @@ use crate::common;
 
 use common::scratch;
 use metachron::batch::{run_batch, run_degrading, run_point};
+use metachron::dataset::{rows, Column};
 use metachron::error::SolverError;
 use metachron::metrics::METRIC_COLUMNS;
 use metachron::sample::Status;
 use metachron::simulate::{Backend, PointResult, RunConfig};
-use metachron::sweep::dataset::{self, Column};
 
 fn small(t_final: f64) -> RunConfig {
     let mut c = RunConfig::default();
@@ -61,8 +61,8 @@ fn a_never_finishing_point_ends_over_budget_and_its_chunk_is_written() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let ds = dataset::read_dataset(&out).unwrap();
-    assert_eq!(ds.rows(), 12);
+    let ds = rows::read_unverified(&out).unwrap();
+    assert_eq!(ds.len(), 12);
     let text = |n: &str| match ds.column(n) {
         Some(Column::Text(v)) => v.clone(),
         _ => panic!("{n}"),

@@ -11,10 +11,10 @@ use arrow_array::{StringArray, UInt64Array};
 use arrow_schema::DataType;
 use common::scratch;
 use common::sweep::opts;
+use metachron::dataset::verify::{self, Defect};
+use metachron::dataset::{part, rows, tree, Column, Rows};
 use metachron::parquet::{field, write_atomic, TableBuilder};
-use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run;
-use metachron::sweep::verify::{self, Defect};
 use metachron::sweep::{Plan, SweepSpec};
 
 /// 40 cheap points (3 legs x 3 nodes, 0.2 s).
@@ -32,7 +32,7 @@ values = [50.0, 100.0, 200.0, 400.0, 800.0]
 "#;
 
 fn spec() -> SweepSpec {
-    SweepSpec::from_str_named(SWEEP, "integrity.toml", "integrity").unwrap()
+    common::sweep::spec_named(SWEEP, "integrity")
 }
 
 /// Run (or resume) the sweep; returns (already done, run now, quarantined files).
@@ -42,23 +42,19 @@ fn run_sweep(
     resume: bool,
     stop: Option<usize>,
 ) -> (usize, usize, Vec<Defect>) {
-    let spec = spec();
-    let plan = Plan::new(&spec).unwrap();
     let mut o = opts(out, batch, resume);
     o.stop_after_chunks = stop;
-    let work = run::work(&spec, &plan, &o).unwrap();
-    let s = run::run(&spec, &work.pending, &o, |_| {}).unwrap();
-    let q = work.quarantined.iter().map(|(_, _, d)| d.clone()).collect();
-    (work.already_done, s.points_run, q)
+    let (done, quarantined, s) = common::sweep::run_sweep(&spec(), &o);
+    (done, s.points_run, quarantined)
 }
 
-fn sorted_ids(ds: &Dataset) -> Vec<u64> {
+fn sorted_ids(ds: &Rows) -> Vec<u64> {
     let mut ids = ds.point_ids();
     ids.sort();
     ids
 }
 
-fn num(ds: &Dataset, name: &str, id: u64) -> f64 {
+fn num(ds: &Rows, name: &str, id: u64) -> f64 {
     let row = ds.point_ids().iter().position(|&i| i == id).unwrap();
     match ds.column(name) {
         Some(Column::Num(v)) => v[row],
@@ -102,7 +98,7 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
     write_atomic(&posing, &table, &[]).unwrap();
 
     // The runner's reader never mixes either in (map panicked on such a file).
-    let ds = dataset::read_dataset(&out);
+    let ds = rows::read_unverified(&out);
     assert!(
         ds.as_ref()
             .is_err_and(|e| e.to_string().contains("part-000000020")),
@@ -133,7 +129,7 @@ fn a_foreign_file_is_quarantined_and_its_points_are_not_counted() {
     )
     .unwrap();
     assert!(reason.contains("no checksum file"), "{reason}");
-    let ds = dataset::read_dataset(&out).unwrap();
+    let ds = rows::read_unverified(&out).unwrap();
     assert_eq!(sorted_ids(&ds), (0..40).collect::<Vec<_>>());
     // Complete, but the quarantined and the foreign file keep it from being clean.
     let (code, text) = check(&out);
@@ -169,9 +165,9 @@ fn a_corrupted_part_is_caught_and_only_its_points_run_again() {
     let dir = scratch("flip");
     let full = dir.join("full");
     run_sweep(&full, 8, false, None);
-    let reference = dataset::read_dataset(&full).unwrap();
-    let part = dataset::part_files(&full).unwrap()[1].clone();
-    let sum = metachron::sweep::schema::checksum_path(&part);
+    let reference = rows::read_unverified(&full).unwrap();
+    let part = tree::part_files(&full).unwrap()[1].clone();
+    let sum = metachron::dataset::schema::checksum_path(&part);
     let original = std::fs::read(&part).unwrap();
     let original_sum = std::fs::read(&sum).unwrap();
     let exp = run::expected(&spec()).unwrap();
@@ -195,7 +191,7 @@ fn a_corrupted_part_is_caught_and_only_its_points_run_again() {
         verify::check_part(&part, &exp).unwrap_err(),
         Defect::Checksum(_)
     ));
-    std::fs::write(&sum, dataset::Checksum::of(&bytes).to_text()).unwrap();
+    std::fs::write(&sum, part::Checksum::of(&bytes).to_text()).unwrap();
     assert_eq!(verify::check_part(&part, &exp).unwrap_err(), Defect::Digest);
     std::fs::write(&sum, &original_sum).unwrap();
 
@@ -218,7 +214,7 @@ fn a_corrupted_part_is_caught_and_only_its_points_run_again() {
     let (done, ran, q) = run_sweep(&full, 8, true, None);
     assert!(matches!(q.as_slice(), [Defect::Checksum(_)]), "{q:?}");
     assert_eq!((done, ran), (32, 8));
-    let after = dataset::read_dataset(&full).unwrap();
+    let after = rows::read_unverified(&full).unwrap();
     assert_eq!(sorted_ids(&after), (0..40).collect::<Vec<_>>());
     assert_eq!(num(&after, "mean_frequency", id).to_bits(), value.to_bits());
 }
@@ -276,7 +272,7 @@ fn a_second_writer_fails_at_once_naming_the_holder_and_touches_nothing() {
         !in_flight.exists(),
         "stale temporary kept after the writer ended"
     );
-    assert_eq!(dataset::read_dataset(&out).unwrap().rows(), 40);
+    assert_eq!(rows::read_unverified(&out).unwrap().len(), 40);
 }
 
 /// Parts of another shard in the wrong directory are not trusted either; a writer of
@@ -302,11 +298,11 @@ fn other_sweeps_and_misplaced_parts_are_not_trusted() {
     assert!(!out.join("quarantine").exists());
 
     // A good part copied into another shard's directory.
-    let part = dataset::part_files(&out).unwrap()[0].clone();
+    let part = tree::part_files(&out).unwrap()[0].clone();
     std::fs::create_dir_all(out.join("shard=1")).unwrap();
     std::fs::copy(&part, out.join("shard=1/part-000000000.parquet")).unwrap();
     std::fs::copy(
-        metachron::sweep::schema::checksum_path(&part),
+        metachron::dataset::schema::checksum_path(&part),
         out.join("shard=1/part-000000000.parquet.sum"),
     )
     .unwrap();
@@ -331,7 +327,7 @@ fn map_never_panics_on_any_directory() {
     let dir = scratch("map-any");
     let good = dir.join("good");
     run_sweep(&good, 10, false, None);
-    let part = dataset::part_files(&good).unwrap()[0].clone();
+    let part = tree::part_files(&good).unwrap()[0].clone();
     let bytes = std::fs::read(&part).unwrap();
     let mut cases: Vec<(&str, PathBuf)> = Vec::new();
     let mk = |name: &str| {

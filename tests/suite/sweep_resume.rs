@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::scratch;
 use common::sweep::opts;
+use metachron::dataset::{rows, tree, Column, Rows};
 use metachron::output::map::{draw_map, MapRequest};
-use metachron::sweep::dataset::{self, Column, Dataset};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::{Plan, Shard, SweepSpec};
 
@@ -31,13 +31,11 @@ values = ["all", "first", [0, 1, 0]]
 "#;
 
 fn run_all(spec: &SweepSpec, o: &RunOptions) -> run::RunSummary {
-    let plan = Plan::new(spec).unwrap();
-    let work = run::work(spec, &plan, o).unwrap();
-    run::run(spec, &work.pending, o, |_| {}).unwrap()
+    crate::common::sweep::run_sweep(spec, o).2
 }
 
 /// Rows as comparable text, sorted by point id (NaN compares equal to NaN).
-fn rows(ds: &Dataset) -> Vec<String> {
+fn rows(ds: &Rows) -> Vec<String> {
     let ids = ds.point_ids();
     let mut order: Vec<usize> = (0..ids.len()).collect();
     order.sort_by_key(|&i| ids[i]);
@@ -70,7 +68,7 @@ fn stopped_then_resumed_equals_uninterrupted() {
     let s = run_all(&spec, &o);
     assert!(s.stopped);
     assert_eq!(s.points_run, 10);
-    assert_eq!(dataset::part_files(&part).unwrap().len(), 2);
+    assert_eq!(tree::part_files(&part).unwrap().len(), 2);
     // Without --resume an existing dataset is refused.
     let plan = Plan::new(&spec).unwrap();
     let e = run::work(&spec, &plan, &opts(&part, 5, false))
@@ -85,9 +83,9 @@ fn stopped_then_resumed_equals_uninterrupted() {
     run::run(&spec, &work.pending, &o, |_| {}).unwrap();
     drop(work); // the shard's writer lock goes with it
 
-    let a = dataset::read_dataset(&full).unwrap();
-    let b = dataset::read_dataset(&part).unwrap();
-    assert_eq!(a.rows(), 24);
+    let a = rows::read_unverified(&full).unwrap();
+    let b = rows::read_unverified(&part).unwrap();
+    assert_eq!(a.len(), 24);
     assert_eq!(rows(&a), rows(&b));
     let mut ids = b.point_ids();
     ids.sort_unstable();
@@ -111,7 +109,7 @@ fn shards_write_one_dataset() {
         o.resume = k > 0; // later shards join the existing dataset
         run_all(&spec, &o);
     }
-    let ds = dataset::read_dataset(&dir).unwrap();
+    let ds = rows::read_unverified(&dir).unwrap();
     let mut ids = ds.point_ids();
     ids.sort_unstable();
     assert_eq!(ids, (0..24).collect::<Vec<u64>>());
@@ -133,7 +131,7 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     let spec = SweepSpec::from_str_named(SMALL, "small.toml", "small").unwrap();
     let dir = scratch("roundtrip");
     run_all(&spec, &opts(&dir, 24, false));
-    let files = dataset::part_files(&dir).unwrap();
+    let files = tree::part_files(&dir).unwrap();
     assert_eq!(files.len(), 1);
     assert!(files[0].ends_with("shard=0/part-000000000.parquet"));
     let (batches, meta) = metachron::parquet::read_parquet(&files[0]).unwrap();
@@ -165,8 +163,8 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     assert!(meta["metachron.thresholds"].contains("plv_min"));
     assert!(meta["metachron.fixed_step"].contains("max_step"));
 
-    let ds = dataset::read_dataset(&dir).unwrap();
-    assert_eq!(ds.rows(), 24);
+    let ds = rows::read_unverified(&dir).unwrap();
+    assert_eq!(ds.len(), 24);
     let Some(Column::Text(status)) = ds.column("status") else {
         panic!("status")
     };
@@ -199,7 +197,7 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     assert_eq!(csv.lines().count(), 3);
     assert!(csv.starts_with("point_id,sweep_backend,"));
     // The report is not a part file: the dataset still reads as the sweep's rows.
-    assert_eq!(dataset::read_dataset(&dir).unwrap().rows(), 24);
+    assert_eq!(rows::read_unverified(&dir).unwrap().len(), 24);
 
     // Maps: a numeric metric (repeats averaged, log x) and the class.
     let png = dir.join("maps/lag.png");
@@ -266,7 +264,7 @@ fn killed_binary_then_resume_equals_uninterrupted() {
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    while dataset::part_files(&out).unwrap().is_empty() {
+    while tree::part_files(&out).unwrap().is_empty() {
         assert!(
             t0.elapsed() < Duration::from_secs(120),
             "no part file appeared"
@@ -278,7 +276,7 @@ fn killed_binary_then_resume_equals_uninterrupted() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    let written = dataset::part_files(&out).unwrap().len();
+    let written = tree::part_files(&out).unwrap().len();
     assert!(
         written < 16,
         "the kill came after the end ({written} parts)"
@@ -286,7 +284,7 @@ fn killed_binary_then_resume_equals_uninterrupted() {
     // What a kill during a write leaves: a hidden temporary, invisible to readers.
     let stale = out.join("shard=0/.part-000000030.parquet.tmp-999999");
     std::fs::write(&stale, b"half a file").unwrap();
-    assert_eq!(dataset::part_files(&out).unwrap().len(), written);
+    assert_eq!(tree::part_files(&out).unwrap().len(), written);
 
     // Without --resume: refused (exit code 2).
     let st = common::bin::command()
@@ -322,9 +320,9 @@ fn killed_binary_then_resume_equals_uninterrupted() {
     let spec = SweepSpec::from_str_named(text, "kill.toml", "kill").unwrap();
     let full = dir.join("full");
     run_all(&spec, &opts(&full, 32, false));
-    let a = dataset::read_dataset(&full).unwrap();
-    let b = dataset::read_dataset(&out).unwrap();
-    assert_eq!(a.rows(), 32);
+    let a = rows::read_unverified(&full).unwrap();
+    let b = rows::read_unverified(&out).unwrap();
+    assert_eq!(a.len(), 32);
     assert_eq!(rows(&a), rows(&b));
 }
 

@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::sweep::{checked, read_verified};
 use common::scratch;
-use common::sweep::opts;
 use common::sweep::REFINED;
+use common::sweep::{opts, run_sweep, spec_named};
+use metachron::dataset::verify::{self, Defect};
+use metachron::dataset::{part, tree};
 use metachron::sweep::atlas::{run_adaptive, run_refined, AdaptiveOutcome, RefineOutcome};
-use metachron::sweep::audit::{audit, read_verified};
-use metachron::sweep::dataset;
 use metachron::sweep::run;
-use metachron::sweep::verify::{self, Defect};
 use metachron::sweep::{Plan, SweepSpec};
 
 /// 16 cheap points (3 legs x 3 nodes, 0.2 s).
@@ -43,16 +43,12 @@ fn other_sweep() -> String {
 }
 
 fn spec_of(text: &str) -> SweepSpec {
-    SweepSpec::from_str_named(text, "trust.toml", "trust").unwrap()
+    spec_named(text, "trust")
 }
 
 /// Run (or resume) `text` into `out` through the library.
 fn run_lib(text: &str, out: &Path, batch: usize) -> run::RunSummary {
-    let spec = spec_of(text);
-    let plan = Plan::new(&spec).unwrap();
-    let o = opts(out, batch, true);
-    let work = run::work(&spec, &plan, &o).unwrap();
-    run::run(&spec, &work.pending, &o, |_| {}).unwrap()
+    run_sweep(&spec_of(text), &opts(out, batch, true)).2
 }
 
 fn bin(args: &[&str]) -> Output {
@@ -168,7 +164,7 @@ fn a_parent_folder_is_refused_as_out_and_nothing_in_it_moves() {
     run_lib(SWEEP, &home.join("projA/ds"), 8);
     run_lib(&other_sweep(), &home.join("projB/ds"), 8);
     std::fs::create_dir_all(home.join("misc")).unwrap();
-    let part = dataset::part_files(&home.join("projA/ds")).unwrap()[0].clone();
+    let part = tree::part_files(&home.join("projA/ds")).unwrap()[0].clone();
     std::fs::copy(&part, home.join("misc/data.parquet")).unwrap();
     let file = write_sweep(&scratch("parent-sweep"), "b.toml", &other_sweep());
     let before = snapshot(&home);
@@ -200,22 +196,22 @@ fn parts_are_judged_against_the_manifest_not_the_first_file() {
     // inside the shard directory (with a checksum file, so only its sweep is wrong).
     let other = dir.join("other");
     run_lib(&other_sweep(), &other, 16);
-    let foreign = dataset::part_files(&other).unwrap()[0].clone();
+    let foreign = tree::part_files(&other).unwrap()[0].clone();
     std::fs::copy(&foreign, ds.join("a.parquet")).unwrap();
     let inside = ds.join("shard=0/part-000000000.parquet");
     std::fs::rename(&inside, ds.join("shard=0/part-000000000.keep")).unwrap();
     std::fs::rename(
-        metachron::sweep::schema::checksum_path(&inside),
+        metachron::dataset::schema::checksum_path(&inside),
         ds.join("shard=0/part-000000000.sum.keep"),
     )
     .unwrap();
     std::fs::copy(&foreign, &inside).unwrap();
     std::fs::copy(
-        metachron::sweep::schema::checksum_path(&foreign),
-        metachron::sweep::schema::checksum_path(&inside),
+        metachron::dataset::schema::checksum_path(&foreign),
+        metachron::dataset::schema::checksum_path(&inside),
     )
     .unwrap();
-    let a = audit(&ds, None, false).unwrap();
+    let a = checked(&ds).unwrap();
     assert_eq!(a.health.good_parts, 3, "{:?}", a.health);
     assert_eq!(a.scan.bad.len(), 1);
     assert!(
@@ -234,7 +230,7 @@ fn parts_are_judged_against_the_manifest_not_the_first_file() {
     std::fs::rename(ds.join("shard=0/part-000000000.keep"), &inside).unwrap();
     std::fs::rename(
         ds.join("shard=0/part-000000000.sum.keep"),
-        metachron::sweep::schema::checksum_path(&inside),
+        metachron::dataset::schema::checksum_path(&inside),
     )
     .unwrap();
     let mut bytes = std::fs::read(&inside).unwrap();
@@ -348,7 +344,7 @@ fn two_sweeps_started_at_the_same_instant_never_share_a_directory() {
         assert_eq!(ok, 1, "round {round}: {results:?}");
         let refused = results.iter().find_map(|r| r.as_ref().err()).unwrap();
         assert!(refused.contains("different sweep file"), "{refused}");
-        let a = audit(&ds, None, false).unwrap();
+        let a = checked(&ds).unwrap();
         assert!(a.health.complete && a.health.clean, "{:?}", a.health);
         assert_eq!(a.health.rows, 16);
     }
@@ -359,7 +355,7 @@ fn hidden_and_appledouble_files_are_reported_and_left_alone() {
     let dir = scratch("hidden");
     let ds = dir.join("ds");
     run_lib(SWEEP, &ds, 4);
-    let part = dataset::part_files(&ds).unwrap()[0].clone();
+    let part = tree::part_files(&ds).unwrap()[0].clone();
     std::fs::write(
         ds.join("shard=0/._part-000000000.parquet"),
         b"\0\x05\x16\x07",
@@ -400,8 +396,8 @@ fn a_dataset_of_another_format_version_is_refused_naming_both_and_never_moved() 
     run_lib(SWEEP, &ds, 4);
     // The layout before manifests: parts only.
     std::fs::remove_file(ds.join("metachron-dataset.json")).unwrap();
-    for p in dataset::part_files(&ds).unwrap() {
-        std::fs::remove_file(metachron::sweep::schema::checksum_path(&p)).unwrap();
+    for p in tree::part_files(&ds).unwrap() {
+        std::fs::remove_file(metachron::dataset::schema::checksum_path(&p)).unwrap();
     }
     let file = write_sweep(&dir, "trust.toml", SWEEP);
     let before = snapshot(&ds);
@@ -429,7 +425,7 @@ fn a_dataset_of_another_format_version_is_refused_naming_both_and_never_moved() 
     run_lib(SWEEP, &ds2, 4);
     let m = ds2.join("metachron-dataset.json");
     let t = std::fs::read_to_string(&m).unwrap();
-    let v = metachron::sweep::schema::FORMAT_VERSION;
+    let v = metachron::dataset::schema::FORMAT_VERSION;
     std::fs::write(
         &m,
         t.replace(
@@ -534,7 +530,7 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     // Values changed under a valid checksum file (a rewritten part).
     let ds = dir.join("digest");
     run_lib(SWEEP, &ds, 8);
-    let part = dataset::part_files(&ds).unwrap()[0].clone();
+    let part = tree::part_files(&ds).unwrap()[0].clone();
     let (batches, meta) = metachron::parquet::read_parquet(&part).unwrap();
     let mut cols = batches[0].columns().to_vec();
     let i = batches[0].schema().index_of("lag_order").unwrap();
@@ -544,7 +540,7 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
         .into_iter()
         .filter(|(k, _)| k.starts_with("metachron."))
         .collect();
-    dataset::write_part(&part, &forged, &meta).unwrap();
+    part::write_part(&part, &forged, &meta).unwrap();
     assert_eq!(
         verify::check_part(&part, &run::expected(&spec_of(SWEEP)).unwrap()).unwrap_err(),
         Defect::Digest
@@ -553,14 +549,14 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     // A dropped part: 8 of 16 points.
     let ds = dir.join("dropped");
     run_lib(SWEEP, &ds, 8);
-    let part = dataset::part_files(&ds).unwrap()[1].clone();
+    let part = tree::part_files(&ds).unwrap()[1].clone();
     std::fs::remove_file(&part).unwrap();
     refused(&ds, "incomplete");
     let o = bin(&["summarize", s(&ds), "--out", s(&sum), "--allow-incomplete"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("INCOMPLETE"), "{}", text(&o));
     let m = metachron::parquet::read_parquet_metadata(&sum).unwrap();
-    let note = &m[metachron::sweep::schema::META_INCOMPLETE];
+    let note = &m[metachron::dataset::schema::META_INCOMPLETE];
     assert!(
         note.contains("8 of 16") && note.contains("missing"),
         "{note}"
@@ -571,12 +567,12 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     run_lib(SWEEP, &ds, 8);
     let other = dir.join("other");
     run_lib(&other_sweep(), &other, 8);
-    let theirs = dataset::part_files(&other).unwrap()[1].clone();
+    let theirs = tree::part_files(&other).unwrap()[1].clone();
     let into = ds.join("shard=0/part-000000100.parquet");
     std::fs::copy(&theirs, &into).unwrap();
     std::fs::copy(
-        metachron::sweep::schema::checksum_path(&theirs),
-        metachron::sweep::schema::checksum_path(&into),
+        metachron::dataset::schema::checksum_path(&theirs),
+        metachron::dataset::schema::checksum_path(&into),
     )
     .unwrap();
     refused(&ds, "mixed");
@@ -584,13 +580,13 @@ fn readers_refuse_corrupt_incomplete_or_mixed_datasets_unless_allowed() {
     let ds = dir.join("clean");
     run_lib(SWEEP, &ds, 8);
     for _ in 0..2 {
-        let v = read_verified(&ds, false).unwrap();
-        assert_eq!(v.dataset.rows(), 16);
+        let (v, rows) = read_verified(&ds, false).unwrap();
+        assert_eq!(rows.len(), 16);
         assert!(v.incomplete.is_none());
     }
     assert!(ds.join(".verified.json").exists());
     // A part changed after it was cached is judged again, not trusted.
-    let part = dataset::part_files(&ds).unwrap()[0].clone();
+    let part = tree::part_files(&ds).unwrap()[0].clone();
     let mut bytes = std::fs::read(&part).unwrap();
     bytes[100] ^= 0x10;
     std::fs::write(&part, &bytes).unwrap();
@@ -627,10 +623,10 @@ fn check_passes_a_finished_refined_sweep_and_names_what_an_unfinished_one_lacks(
     assert!(chk.status.success(), "{t}");
     let planned: usize = levels.iter().map(|l| l.points).sum();
     assert!(t.contains(&format!("{planned} points")), "{t}");
-    let a = audit(&part, None, false).unwrap();
+    let a = checked(&part).unwrap();
     assert_eq!(a.health.rows, planned);
     // One row of the last level lost: check names the level again.
-    let last = dataset::part_files(&part).unwrap().pop().unwrap();
+    let last = tree::part_files(&part).unwrap().pop().unwrap();
     std::fs::remove_file(&last).unwrap();
     let chk = bin(&["check", s(&part)]);
     let t = text(&chk);
@@ -680,7 +676,7 @@ fn check_passes_a_finished_adaptive_sweep_and_names_repeats_left() {
     let chk = bin(&["check", s(&out)]);
     let t = text(&chk);
     assert!(chk.status.success(), "{t}");
-    let a = audit(&out, None, false).unwrap();
+    let a = checked(&out).unwrap();
     assert_eq!(a.health.rows, ran, "{:?}", a.health);
     assert_eq!(a.health.points as usize, ran);
 }
@@ -733,7 +729,7 @@ fn a_quarantined_file_in_a_non_utf8_directory_keeps_its_reason() {
     let dir = scratch("non-utf8");
     let ds = dir.join(std::ffi::OsStr::from_bytes(b"data\xff\xfeset"));
     run_lib(SWEEP, &ds, 8);
-    let part = dataset::part_files(&ds).unwrap()[0].clone();
+    let part = tree::part_files(&ds).unwrap()[0].clone();
     let mut bytes = std::fs::read(&part).unwrap();
     bytes[50] ^= 1;
     std::fs::write(&part, &bytes).unwrap();
@@ -812,7 +808,7 @@ fn no_byte_flip_that_breaks_a_reader_passes_check() {
     let dir = scratch("flips");
     let ds = dir.join("ds");
     run_lib(SWEEP, &ds, 16);
-    let part = dataset::part_files(&ds).unwrap()[0].clone();
+    let part = tree::part_files(&ds).unwrap()[0].clone();
     let original = std::fs::read(&part).unwrap();
     let exp = run::expected(&spec_of(SWEEP)).unwrap();
     verify::check_part(&part, &exp).unwrap();

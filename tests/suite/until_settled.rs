@@ -12,11 +12,12 @@ use crate::common;
 use common::scratch;
 use metachron::batch::{run_batch, run_point};
 use metachron::cpu_engine::run_batch_on;
+use metachron::dataset::rows::read_unverified as read_dataset;
+use metachron::dataset::Column;
 use metachron::gpu::GpuEngine;
 use metachron::integrate::lanes::Isa;
 use metachron::metrics::Metrics;
 use metachron::simulate::{Backend, PointResult, RunConfig};
-use metachron::sweep::dataset::{read_dataset, Column};
 
 /// 5 legs × 4 nodes over 2 s, continued up to 8 s.
 fn point(k_p: f64, until_settled: Option<f64>) -> RunConfig {

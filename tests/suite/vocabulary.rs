@@ -31,7 +31,7 @@ const OTHER_MEANINGS: &[(&str, &str, &str)] = &[
         "the label of the GPU's status buffer",
     ),
     (
-        "src/sweep/manifest.rs",
+        "src/dataset/manifest.rs",
         "backend",
         "which manifest entry differs, in an error",
     ),

@@ -1,5 +1,5 @@
 //! Checking the parts of a dataset before trusting them. Only `shard=K/part-*.parquet`
-//! regular files are candidates ([`crate::sweep::dataset::tree`]); each is judged
+//! regular files are candidates ([`crate::dataset::tree`]); each is judged
 //! against what the dataset's manifest and sweep say a part must be: its bytes match
 //! its checksum file, then its schema, format version, sweep hash, shard (within the
 //! manifest's layout, in its own directory), backend, point ids (inside the plan and
@@ -14,12 +14,14 @@ use std::path::{Path, PathBuf};
 
 use arrow_schema::SchemaRef;
 
+use crate::dataset::manifest::{self, Manifest};
+use crate::dataset::part::{content_digest, point_ids_of, Checksum};
+use crate::dataset::rows::schema_mismatch;
+use crate::dataset::schema::{self, QUARANTINE_DIR};
+use crate::dataset::tree::{self, Stray};
+use crate::dataset::{DatasetError, Shard};
 use crate::error::OutputError;
 use crate::parquet::read_parquet;
-use crate::sweep::dataset::{self as ds, Checksum, Stray};
-use crate::sweep::manifest::{self, Manifest};
-use crate::sweep::schema::{self, QUARANTINE_DIR};
-use crate::sweep::{Shard, SweepError};
 
 /// Why a file is not a trustworthy part.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -118,6 +120,11 @@ pub struct Scan {
 }
 
 impl Scan {
+    /// The paths of the good parts, in name order.
+    pub fn good_paths(&self) -> Vec<PathBuf> {
+        self.good.iter().map(|p| p.path.clone()).collect()
+    }
+
     /// Every point id of the good parts (each once: duplicates make a part bad).
     pub fn done_ids(&self) -> std::collections::HashSet<u64> {
         self.good
@@ -189,7 +196,7 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
             expected: schema::FORMAT_VERSION,
         });
     }
-    if let Some(why) = ds::schema_mismatch(&schema, &exp.schema) {
+    if let Some(why) = schema_mismatch(&schema, &exp.schema) {
         return Err(Defect::Schema(why));
     }
     let hash = meta(&m, schema::META_SWEEP_HASH)?;
@@ -225,7 +232,7 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     let first: u64 = parsed(&m, schema::META_FIRST_ID)?;
     let last: u64 = parsed(&m, schema::META_LAST_ID)?;
     let digest = meta(&m, schema::META_DIGEST)?;
-    let ids = ds::point_ids_of(&batches);
+    let ids = point_ids_of(&batches);
     if ids.len() != rows {
         return Err(Defect::RowCount {
             recorded: rows,
@@ -239,7 +246,7 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
             actual: format!("{}..={}", lo.unwrap_or(0), hi.unwrap_or(0)),
         });
     }
-    let actual = ds::content_digest(&batches).map_err(Defect::Schema)?;
+    let actual = content_digest(&batches).map_err(Defect::Schema)?;
     if format!("{actual:016x}") != digest {
         return Err(Defect::Digest);
     }
@@ -287,11 +294,11 @@ pub fn shard_dir_of(part: &Path) -> Option<usize> {
 /// The manifest of `dir` and what it fixes, or why there is no usable one: a
 /// directory holding parts without a manifest is a dataset of the format before
 /// manifests, refused with both versions named.
-pub fn manifest_of(dir: &Path) -> Result<Option<Manifest>, SweepError> {
+pub fn manifest_of(dir: &Path) -> Result<Option<Manifest>, DatasetError> {
     if let Some(m) = Manifest::load(dir)? {
         return Ok(Some(m));
     }
-    let parts = ds::part_files(dir)?;
+    let parts = tree::part_files(dir)?;
     match parts.first() {
         None => Ok(None),
         Some(p) => Err(manifest::legacy_error(dir, manifest::version_of_part(p)).into()),
@@ -302,7 +309,7 @@ pub fn manifest_of(dir: &Path) -> Result<Option<Manifest>, SweepError> {
 /// list what is not the dataset's. Files are taken in name order; a file repeating an
 /// id of an earlier good file is bad. A directory without a manifest and parts is
 /// empty; one whose manifest names another sweep is an error.
-pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, SweepError> {
+pub fn scan(dir: &Path, exp: &Expected) -> Result<Scan, DatasetError> {
     scan_with(dir, exp, None)
 }
 
@@ -312,7 +319,7 @@ pub fn scan_with(
     dir: &Path,
     exp: &Expected,
     mut cache: Option<&mut VerifyCache>,
-) -> Result<Scan, SweepError> {
+) -> Result<Scan, DatasetError> {
     let manifest = manifest_of(dir)?;
     let exp = match &manifest {
         Some(m) if m.sweep_hash != exp.sweep_hash => {
@@ -328,7 +335,7 @@ pub fn scan_with(
         Some(m) => exp.clone().with_manifest(m),
         None => exp.clone(),
     };
-    let tree = ds::tree(dir)?;
+    let tree = tree::tree(dir)?;
     let mut s = Scan {
         manifest,
         strays: tree.strays,

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::sweep::Shard;
+use crate::dataset::Shard;
 
 /// Version of the dataset format (layout, manifest, part metadata, columns). Bump it
 /// whenever a part written by this version could not be read as one by the previous

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::sweep::schema::{
+use crate::dataset::schema::{
     FORMAT_VERSION, LEGACY_FORMAT_VERSION, MANIFEST_FILE, MANIFEST_LOCK, META_VERSION,
 };
 

@@ -1,0 +1,466 @@
+//! The atlas report's content composed from a verified dataset: what the sweep is, its
+//! health as `metachron check` reports it, the class map and a fraction map per class,
+//! the class fractions per combination, and one run of every class replayed with its
+//! snapshots and animation. [`crate::output::report`] renders it as one page.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::dataset::schema::{META_ADAPTER, META_BACKEND, META_VERSION};
+use crate::dataset::{Column, Health, Rows};
+use crate::error::OutputError;
+use crate::metrics::{Class, Metrics};
+use crate::output::map::{draw_map_with, MapOptions, MapRequest};
+use crate::output::report::{write_page, Exemplar, Figure, Report, Table};
+use crate::sweep::replay::{Difference, Replay};
+use crate::sweep::summary::summarize;
+use crate::sweep::SweepSpec;
+use crate::vocabulary as voc;
+
+/// Frames per second and width of the exemplars' animations: smaller than a
+/// `--animate` default, since every class's clip is embedded in the page.
+pub const EXEMPLAR_FPS: u32 = 12;
+pub const EXEMPLAR_WIDTH: u32 = 560;
+
+/// Why a report cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ComposeError {
+    #[error("map of {metric}")]
+    Map {
+        metric: String,
+        #[source]
+        source: OutputError,
+    },
+    #[error(transparent)]
+    Output(#[from] OutputError),
+}
+
+/// What the page shows beyond the dataset itself.
+#[derive(Debug, Clone, Default)]
+pub struct ReportRequest {
+    /// Parameter on the maps' horizontal axis (default: the sweep's first axis).
+    pub x: Option<String>,
+    /// Parameter on the maps' vertical axis (default: the sweep's second axis).
+    pub y: Option<String>,
+    /// Replay one run of every class (`false`: maps and tables only).
+    pub exemplars: bool,
+}
+
+/// Where an exemplar's replay writes its pictures.
+#[derive(Debug, Clone)]
+pub struct ExemplarOutputs {
+    /// The class the run shows.
+    pub class: String,
+    /// Directory of its snapshots, taken at `snapshot_times`.
+    pub snapshots: PathBuf,
+    pub snapshot_times: Vec<f64>,
+    /// Its animation (GIF), `fps` frames per second, `width` pixels wide.
+    pub animation: PathBuf,
+    pub fps: u32,
+    pub width: u32,
+}
+
+/// An error of a replay, shown on the page instead of the exemplar.
+pub type ReplayFailure = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs a row again for the page (the command line runs it as `metachron replay` does).
+pub trait Replayer {
+    /// Run `replay`, writing the pictures `outputs` asks for; returns the run's metrics
+    /// and where they differ from the row's.
+    fn replay(
+        &mut self,
+        replay: &Replay,
+        outputs: &ExemplarOutputs,
+    ) -> Result<(Metrics, Vec<Difference>), ReplayFailure>;
+}
+
+/// The page written, and what it holds.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub bytes: u64,
+    pub classes: usize,
+    pub pictures: usize,
+}
+
+/// Compose the report of the dataset in `dir` (its sweep `spec`, its `health` and
+/// `rows`) and write it to `out` as one page; the pictures are drawn into a scratch
+/// directory beside `out`, removed when done (or on failure).
+pub fn write_report(
+    dir: &Path,
+    spec: &SweepSpec,
+    health: &Health,
+    rows: &Rows,
+    req: &ReportRequest,
+    out: &Path,
+    replayer: &mut dyn Replayer,
+) -> Result<Written, ComposeError> {
+    let scratch = Scratch(out.with_file_name(format!(
+        ".{}.pictures-{}",
+        out.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    )));
+    std::fs::create_dir_all(&scratch.0).map_err(|source| OutputError::Io {
+        path: scratch.0.display().to_string(),
+        source,
+    })?;
+    let report = compose(dir, spec, health, rows, req, &scratch.0, replayer)?;
+    let pictures = report.maps.len()
+        + report
+            .exemplars
+            .iter()
+            .map(|x| x.snapshots.len() + usize::from(x.animation.is_some()))
+            .sum::<usize>();
+    let bytes = write_page(&report, out)?;
+    Ok(Written {
+        bytes,
+        classes: classes_present(rows).len(),
+        pictures,
+    })
+}
+
+/// A scratch directory for the pictures, removed when the report is done (or fails).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The page's content, its pictures drawn into `scratch`.
+pub fn compose(
+    dir: &Path,
+    spec: &SweepSpec,
+    health: &Health,
+    rows: &Rows,
+    req: &ReportRequest,
+    scratch: &Path,
+    replayer: &mut dyn Replayer,
+) -> Result<Report, ComposeError> {
+    let axis_names: Vec<String> = spec.axes.iter().map(|ax| ax.param.clone()).collect();
+    let classes = classes_present(rows);
+    let x = req.x.clone().or_else(|| axis_names.first().cloned());
+    let y = req.y.clone().or_else(|| axis_names.get(1).cloned());
+    let (maps, maps_note) = match (x, y) {
+        (Some(x), Some(y)) => (maps(rows, &x, &y, &classes, scratch)?, None),
+        _ => (
+            Vec::new(),
+            Some(
+                "The sweep has fewer than two axes: no maps (give --x and --y to map over \
+                 other columns)."
+                    .to_string(),
+            ),
+        ),
+    };
+    let (summary_batch, _) = summarize(rows, dir)?;
+    let summary = Table::from_summary(&summary_batch, &axis_names, &classes);
+    let exemplars = match req.exemplars {
+        true => exemplars(rows, &classes, &axis_names, scratch, replayer),
+        false => Vec::new(),
+    };
+    Ok(Report {
+        title: format!("metachron atlas: {}", spec.name),
+        description: spec.description.clone(),
+        facts: facts(dir, spec, rows),
+        check_ok: health.complete && health.clean,
+        check_lines: check_lines(dir, health),
+        axes: spec
+            .axes
+            .iter()
+            .map(|ax| {
+                (
+                    ax.param.clone(),
+                    format!("{}{}", ax.kind.key(), if ax.log { " (log)" } else { "" }),
+                    values_text(&ax.values),
+                )
+            })
+            .collect(),
+        sweep_text: spec.text.clone(),
+        maps,
+        maps_note,
+        summary,
+        exemplars,
+    })
+}
+
+/// The health, as `metachron check` reports it, in a few lines.
+fn check_lines(dir: &Path, h: &Health) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{} rows of {} points in {} good parts",
+        h.rows, h.points, h.good_parts
+    )];
+    if h.missing_count > 0 {
+        lines.push(format!("{} point ids missing", h.missing_count));
+    }
+    if !h.bad_files.is_empty() {
+        lines.push(format!("{} bad files", h.bad_files.len()));
+    }
+    if !h.quarantined.is_empty() {
+        lines.push(format!("{} quarantined files", h.quarantined.len()));
+    }
+    lines.push(format!("`metachron check {}` says more", dir.display()));
+    lines
+}
+
+/// What the dataset is: where, who wrote it on what, how many points.
+fn facts(dir: &Path, spec: &SweepSpec, rows: &Rows) -> Vec<(String, String)> {
+    let meta = |k: &str| rows.metadata.get(k).cloned().unwrap_or_default();
+    let mut facts = vec![
+        ("dataset".to_string(), dir.display().to_string()),
+        (
+            "written by".into(),
+            format!("metachron {}", meta(META_VERSION)),
+        ),
+        (
+            voc::BACKEND.into(),
+            format!("{} ({})", meta(META_BACKEND), meta(META_ADAPTER)),
+        ),
+        (
+            "points".into(),
+            format!(
+                "{} combinations x {} repeats, t_final = {} s",
+                spec.combinations(),
+                spec.repeats,
+                spec.config.params.t_final
+            ),
+        ),
+    ];
+    if let Some(t) = spec.until_settled {
+        facts.push(("until_settled".into(), format!("{t} s")));
+    }
+    facts
+}
+
+/// The class map, then the fraction of runs in each class present, over `x` and `y`.
+fn maps(
+    rows: &Rows,
+    x: &str,
+    y: &str,
+    classes: &[String],
+    scratch: &Path,
+) -> Result<Vec<Figure>, ComposeError> {
+    let metrics = std::iter::once(voc::CLASS.to_string())
+        .chain(classes.iter().map(|c| format!("fraction:{c}")));
+    let mut maps = Vec::new();
+    for (k, metric) in metrics.enumerate() {
+        let path = scratch.join(format!("map-{k}.png"));
+        let req = MapRequest {
+            x: x.to_string(),
+            y: y.to_string(),
+            metric: metric.clone(),
+        };
+        if let Err(source) = draw_map_with(rows, &req, &MapOptions::default(), &path) {
+            return Err(ComposeError::Map { metric, source });
+        }
+        let (title, caption) = match metric.strip_prefix("fraction:") {
+            Some(c) => (
+                format!("fraction {c}"),
+                format!(
+                    "Fraction of each combination's runs in class {c}; struck-through \
+                     cells have a Wilson 95 % interval wider than the sweep's ci_width \
+                     (0.2 unless set)."
+                ),
+            ),
+            None => (
+                voc::CLASS.to_string(),
+                "The most frequent class of each combination.".to_string(),
+            ),
+        };
+        maps.push(Figure {
+            path,
+            title,
+            caption,
+        });
+    }
+    Ok(maps)
+}
+
+/// One replayed run of every class present; a run that cannot be replayed says why.
+fn exemplars(
+    rows: &Rows,
+    classes: &[String],
+    axes: &[String],
+    scratch: &Path,
+    replayer: &mut dyn Replayer,
+) -> Vec<Exemplar> {
+    let mut out = Vec::new();
+    for class in classes {
+        let Some(row) = exemplar_row(rows, class) else {
+            continue;
+        };
+        match exemplar(rows, row, class, axes, scratch, replayer) {
+            Ok(x) => out.push(x),
+            Err(e) => out.push(Exemplar {
+                class: class.clone(),
+                heading: class.clone(),
+                notes: vec![format!("Could not be replayed: {}", chain(e.as_ref()))],
+                metrics: Vec::new(),
+                animation: None,
+                snapshots: Vec::new(),
+            }),
+        }
+    }
+    out
+}
+
+/// An error and its causes, `outer: inner`.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    text
+}
+
+/// Replay `row` into `scratch` and describe it for the page.
+fn exemplar(
+    rows: &Rows,
+    row: usize,
+    class: &str,
+    axes: &[String],
+    scratch: &Path,
+    replayer: &mut dyn Replayer,
+) -> Result<Exemplar, ReplayFailure> {
+    let replay = Replay::of_row(rows, row, None)?;
+    let where_ = axes
+        .iter()
+        .filter_map(|a| replay.cfg.params.scalar(a).map(|x| format!("{a} = {x}")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let t_final = replay.cfg.params.t_final;
+    let outputs = ExemplarOutputs {
+        class: class.to_string(),
+        snapshots: scratch.join(format!("exemplar-{class}")),
+        snapshot_times: (0..4).map(|k| t_final * k as f64 / 3.0).collect(),
+        animation: scratch.join(format!("exemplar-{class}.gif")),
+        fps: EXEMPLAR_FPS,
+        width: EXEMPLAR_WIDTH,
+    };
+    let (metrics, diffs) = replayer.replay(&replay, &outputs)?;
+    let mut notes = vec![format!(
+        "Point {} of the dataset (combination {}, repeat {}), run again on the {} engine \
+         (written by the {} engine): {}.",
+        replay.point_id,
+        replay.combo,
+        replay.repeat,
+        replay.backend.label(),
+        replay.recorded_backend,
+        if diffs.is_empty() {
+            "every metric, the status and the class equal the row's bit for bit".to_string()
+        } else {
+            let worst = diffs.iter().filter_map(|d| d.relative).fold(0.0, f64::max);
+            format!(
+                "{} values differ from the row's (largest relative difference {worst:.1e})",
+                diffs.len()
+            )
+        }
+    )];
+    notes.extend(replay.notes.iter().cloned());
+    let pics = &outputs.snapshots;
+    let mut snapshots: Vec<PathBuf> = std::fs::read_dir(pics)
+        .map_err(|source| OutputError::Io {
+            path: pics.display().to_string(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("snapshot_t"))
+        })
+        .collect();
+    snapshots.sort();
+    let gif = outputs.animation;
+    Ok(Exemplar {
+        class: class.to_string(),
+        heading: format!("{class}: point {} ({where_})", replay.point_id),
+        notes,
+        metrics: metric_lines(&metrics),
+        animation: gif.exists().then_some(gif),
+        snapshots,
+    })
+}
+
+fn values_text(values: &[toml::Value]) -> String {
+    const SHOWN: usize = 10;
+    let mut parts: Vec<String> = values.iter().take(SHOWN).map(|v| v.to_string()).collect();
+    if values.len() > SHOWN {
+        parts.push(format!("… ({} values)", values.len()));
+    }
+    parts.join(", ")
+}
+
+/// The classes present in `ds`, in the classification's order.
+fn classes_present(ds: &Rows) -> Vec<String> {
+    let Some(Column::Text(class)) = ds.column(voc::CLASS) else {
+        return Vec::new();
+    };
+    Class::ALL
+        .iter()
+        .map(|c| c.label().to_string())
+        .filter(|c| class.iter().any(|x| x == c))
+        .collect()
+}
+
+/// The row that shows `class` best: from the combination with the largest fraction of
+/// runs in it, the lowest point id.
+fn exemplar_row(ds: &Rows, class: &str) -> Option<usize> {
+    let (Some(Column::Text(classes)), Some(Column::Num(combo)), Some(Column::Num(id))) = (
+        ds.column(voc::CLASS),
+        ds.column(voc::COMBO),
+        ds.column(voc::POINT_ID),
+    ) else {
+        return None;
+    };
+    let mut per_combo: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    for (r, &c) in combo.iter().enumerate() {
+        let e = per_combo.entry(c as u64).or_default();
+        e.1 += 1;
+        if classes[r] == class {
+            e.0 += 1;
+        }
+    }
+    let fraction = |r: usize| {
+        let (k, n) = per_combo[&(combo[r] as u64)];
+        k as f64 / n as f64
+    };
+    (0..ds.len())
+        .filter(|&r| classes[r] == class)
+        .max_by(|&a, &b| {
+            fraction(a)
+                .total_cmp(&fraction(b))
+                .then(id[b].total_cmp(&id[a]))
+        })
+}
+
+fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
+    let mut v = vec![
+        (voc::STATUS.to_string(), m.status.label().to_string()),
+        (voc::CLASS.into(), m.class.label().into()),
+        ("horizon t_run".into(), format!("{} s", m.t_run)),
+    ];
+    if m.status.is_ok() {
+        v.extend([
+            ("lag order R".to_string(), format!("{:.4}", m.lag_order)),
+            (
+                "mean lag".into(),
+                format!("{:.2} deg", m.mean_lag.to_degrees()),
+            ),
+            ("min PLV".into(), format!("{:.4}", m.min_plv)),
+            ("mean speed".into(), format!("{:.4} m/s", m.mean_speed)),
+            (
+                voc::metric::displacement.into(),
+                format!("{:.4} m", m.displacement),
+            ),
+            (
+                "cost of transport".into(),
+                format!("{:.4}", m.cost_of_transport),
+            ),
+            ("duty factor".into(), format!("{:.3}", m.duty_factor)),
+        ]);
+    } else {
+        v.push(("stopped at".into(), format!("t = {:.4} s", m.status.time())));
+    }
+    v
+}
