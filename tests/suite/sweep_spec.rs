@@ -127,13 +127,65 @@ fn unknown_keys_anywhere_are_named() {
     assert!(e.contains("`repeatz`") && e.contains("unknown key"), "{e}");
     let e =
         parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = [50.0]\nstepz = 2")).unwrap_err();
-    assert!(e.contains("axes[1].stepz"), "{e}");
+    assert!(e.contains("`stepz` in axes[1]"), "{e}");
     let e = parse(&SAMPLE.replace("num = 3 }", "num = 3, base = 10 }")).unwrap_err();
-    assert!(e.contains("axes[0].logspace.base"), "{e}");
+    assert!(e.contains("`base` in axes[0].logspace"), "{e}");
     let e = parse(&SAMPLE.replace("param = \"beta\"", "param = \"betta\"")).unwrap_err();
     assert!(e.contains("axes[1].param") && e.contains("betta"), "{e}");
     let e = parse(&format!("{SAMPLE}\n[metrics]\nplv_minn = 0.5\n")).unwrap_err();
     assert!(e.contains("plv_minn"), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_answered_with_the_closest_allowed_key() {
+    let cases = [
+        // Top level.
+        (
+            format!("axs = 1\n{SAMPLE}"),
+            "bad.toml: unknown key `axs` at the top level; did you mean `axes`?",
+        ),
+        // In an axis, and in its range.
+        (
+            SAMPLE.replace("param = \"beta\"", "parm = \"beta\""),
+            "bad.toml: unknown key `parm` in axes[1]; did you mean `param`?",
+        ),
+        (
+            SAMPLE.replace("num = 3 }", "nmu = 3 }"),
+            "unknown key `nmu` in axes[0].logspace; did you mean `num`?",
+        ),
+        // In [refine] and in adaptive repeats.
+        (
+            format!("{SAMPLE}[refine]\nmax_levle = 2\n"),
+            "bad.toml: unknown key `max_levle` in [refine]; did you mean `max_level`?",
+        ),
+        (
+            format!("repeats = {{ min = 2, max = 4, ci_widht = 0.1 }}\n{SAMPLE}"),
+            "unknown key `ci_widht` in repeats; did you mean `ci_width`?",
+        ),
+        // Parameters in [base] and on an axis, and a settings table's key.
+        (
+            SAMPLE.replace("t_final = 3.0", "t_final = 3.0\nk_q = 5.0"),
+            "`base.k_q`: unknown parameter `k_q`; did you mean `k_m` or `k_p`?",
+        ),
+        (
+            SAMPLE.replace("param = \"beta\"", "param = \"betta\""),
+            "`axes[1].param`: unknown parameter `betta`; did you mean `beta`?",
+        ),
+        (
+            format!("{SAMPLE}\n[metrics]\nplv_minn = 0.5\n"),
+            "unknown key `plv_minn` in [metrics]; did you mean `plv_min`?",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = parse(&text).unwrap_err();
+        assert!(e.contains(want), "{e}\nlacks: {want}");
+    }
+    // The allowed keys are listed; a name far from all of them gets no guess.
+    let e = parse(&format!("temperature = 3\n{SAMPLE}")).unwrap_err();
+    assert!(
+        e.contains("unknown key `temperature` at the top level (allowed: name, description"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -249,12 +301,18 @@ fn plan_digest() -> String {
         // FNV-1a over every point's id, combination, repeat, level and configuration.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for p in &plan.points {
-            let text = format!("{} {} {} {} {:?}", p.point_id, p.combo, p.repeat, p.level, p.cfg);
+            let text = format!(
+                "{} {} {} {} {:?}",
+                p.point_id, p.combo, p.repeat, p.level, p.cfg
+            );
             for b in text.bytes() {
                 h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
             }
         }
-        out.push_str(&format!("  plan {} points fnv1a={h:016x}\n", plan.points.len()));
+        out.push_str(&format!(
+            "  plan {} points fnv1a={h:016x}\n",
+            plan.points.len()
+        ));
     }
     out
 }
@@ -264,8 +322,8 @@ fn plan_digest() -> String {
 /// designed with; `METACHRON_BLESS=1` rewrites it after a deliberate change).
 #[test]
 fn shipped_sweeps_plan_the_recorded_points() {
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/suite/golden/sweep_plans.txt");
+    let golden =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/golden/sweep_plans.txt");
     let now = plan_digest();
     if std::env::var_os("METACHRON_BLESS").is_some() {
         std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
