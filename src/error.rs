@@ -2,6 +2,8 @@
 
 use thiserror::Error;
 
+use crate::input_keys::did_you_mean;
+
 /// A number as people read it in a message: 0.5, 50, 1e-300, 1e18 (never 300 digits).
 pub fn num(x: &f64) -> String {
     let a = x.abs();
@@ -15,8 +17,12 @@ pub fn num(x: &f64) -> String {
 /// A parameter (or override) that cannot be used.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ParamError {
-    #[error("unknown parameter `{0}`")]
-    UnknownKey(String),
+    #[error("unknown parameter `{name}`{}", did_you_mean(.suggestions))]
+    UnknownKey {
+        name: String,
+        /// The known parameters closest to `name`, when any is close enough to be a typo.
+        suggestions: Vec<String>,
+    },
     #[error("parameter `{field}` = {} is out of range: allowed is {allowed}", num(.value))]
     OutOfRange {
         field: String,
@@ -72,7 +78,7 @@ impl ParamError {
             | ParamError::WrongLength { field, .. }
             | ParamError::BadValue { field, .. } => field,
             ParamError::Derived(d) => &d.field,
-            ParamError::UnknownKey(k) | ParamError::BadAssignment(k) => k,
+            ParamError::UnknownKey { name: k, .. } | ParamError::BadAssignment(k) => k,
         }
     }
 

@@ -3,8 +3,9 @@
 //! Layers, lowest first: a module uses modules of its own line (without circles) and of
 //! the lines above it, never of a line below (tests/suite/architecture.rs checks it; the
 //! binary's `cli` sits on top):
-//! - [`params`], [`error`], [`input_file`], [`vocabulary`]: every model parameter (one
-//!   table), typed errors, bounded reads of input files, every column and metric name;
+//! - [`params`], [`error`], [`input_file`], [`input_keys`], [`vocabulary`]: every model
+//!   parameter (one table), typed errors, bounded reads of input files, unknown keys
+//!   refused with the closest allowed one, every column and metric name;
 //! - [`model`]: FE matrices, springs, body, contact, the internal couple, accelerations,
 //!   energy (the readable statement of the equations);
 //! - [`sample`], [`metrics`], [`parquet`]: output samples, the online coordination
@@ -36,6 +37,7 @@ pub mod cpu_engine;
 pub mod dataset;
 pub mod gpu;
 pub mod input_file;
+pub mod input_keys;
 pub mod integrate;
 pub mod metrics;
 pub mod output;

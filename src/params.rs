@@ -206,7 +206,7 @@ macro_rules! define_params {
             pub fn set_scalar(&mut self, name: &str, x: f64) -> Result<(), ParamError> {
                 match name {
                     $( stringify!($name) => { self.$name = define_params!(@cast $ty, name, x)?; Ok(()) } )*
-                    _ => Err(ParamError::UnknownKey(name.to_string())),
+                    _ => Err(unknown_param(name)),
                 }
             }
         }
@@ -571,7 +571,7 @@ impl Params {
             }
             _ => {
                 if self.scalar(key).is_none() {
-                    return Err(ParamError::UnknownKey(key.to_string()));
+                    return Err(unknown_param(key));
                 }
                 let x = parse_number(key, value)?;
                 self.set_scalar(key, x)?;
@@ -755,6 +755,29 @@ pub fn parse_mask(field: &str, text: &str, n_legs: usize) -> Result<Vec<bool>, P
             }),
         })
         .collect()
+}
+
+/// Every parameter's name: the scalars, then the per-leg lists and the choices.
+pub fn param_names() -> impl Iterator<Item = &'static str> {
+    SCALAR_PARAMS
+        .iter()
+        .map(|s| s.name)
+        .chain(LIST_PARAMS.iter().copied())
+        .chain(CHOICE_PARAMS.iter().copied())
+}
+
+/// Whether `name` is a parameter (a scalar, a per-leg list or a choice).
+pub fn is_param(name: &str) -> bool {
+    spec(name).is_some() || is_text_param(name)
+}
+
+/// The error for a name that is no parameter, with the closest parameter's name
+/// (`k_q` → "did you mean `k_m` or `k_p`?").
+pub fn unknown_param(name: &str) -> ParamError {
+    ParamError::UnknownKey {
+        name: name.to_string(),
+        suggestions: crate::input_keys::closest(name, param_names()),
+    }
 }
 
 /// Specification of a scalar parameter by name.

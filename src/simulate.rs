@@ -3,15 +3,17 @@
 
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ParamError, SettingsError, SolverError};
+use crate::input_keys::{closest, default_fields, UnknownKey};
 use crate::integrate::continuation::{Continuation, ReferenceCannotContinue};
 use crate::integrate::dkd::{self, DkdSettings};
 use crate::integrate::settings::{ReferenceSettings, SolverStats};
 use crate::metrics::{Metrics, MetricsAccumulator, MetricsSettings};
 use crate::model::Robot;
-use crate::params::Params;
+use crate::params::{is_param, param_names, Params};
 use crate::reference::run_reference;
 use crate::sample::{Deadline, Sample, SampleTimes, Status};
 
@@ -125,6 +127,13 @@ pub enum ConfigError {
     },
     #[error("{path}: {message}")]
     Toml { path: String, message: String },
+    /// A key no settings table takes, with the closest one that it does.
+    #[error("{path}: {source}")]
+    UnknownKey {
+        path: String,
+        #[source]
+        source: Box<UnknownKey>,
+    },
     #[error("cannot read {path}: {source}")]
     Io {
         path: String,
@@ -140,9 +149,48 @@ impl ConfigError {
             ConfigError::Param { source, .. } => source.to_string(),
             ConfigError::Setting { source, .. } => source.to_string(),
             ConfigError::Toml { message, .. } => message.clone(),
+            ConfigError::UnknownKey { source, .. } => source.to_string(),
             ConfigError::Io { source, .. } => format!("cannot read: {source}"),
         }
     }
+}
+
+/// The settings tables of a config file (every other top-level key is a parameter).
+pub const SETTINGS_TABLES: [&str; 3] = ["solver", "metrics", "fixed_step"];
+
+/// Take the settings table `key` out of a config file's `table` and read it (its
+/// defaults when absent): its keys checked against the settings' fields first, so that
+/// an unknown one is refused with the closest known one.
+fn settings_table<T: DeserializeOwned + Serialize + Default>(
+    table: &mut toml::Table,
+    key: &str,
+    path: &str,
+) -> Result<T, ConfigError> {
+    let toml_err = |message: String| ConfigError::Toml {
+        path: path.to_string(),
+        message: format!("[{key}]: {message}"),
+    };
+    let t = match table.remove(key) {
+        Some(toml::Value::Table(t)) => t,
+        Some(other) => {
+            return Err(toml_err(format!(
+                "expected a table, got {}",
+                other.type_str()
+            )))
+        }
+        None => return Ok(T::default()),
+    };
+    let allowed = default_fields::<T>();
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+    UnknownKey::check(t.keys(), &format!("in [{key}]"), &allowed).map_err(|source| {
+        ConfigError::UnknownKey {
+            path: path.to_string(),
+            source: Box::new(source),
+        }
+    })?;
+    toml::Value::Table(t)
+        .try_into()
+        .map_err(|e: toml::de::Error| toml_err(e.to_string().trim_end().replace('\n', " ")))
 }
 
 impl RunConfig {
@@ -183,24 +231,18 @@ impl RunConfig {
                  [fixed_step] tables"
             )));
         }
-        let solver = match table.remove("solver") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e: toml::de::Error| toml_err(&format!("[solver]: {e}")))?,
-            None => ReferenceSettings::default(),
-        };
-        let metrics = match table.remove("metrics") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e: toml::de::Error| toml_err(&format!("[metrics]: {e}")))?,
-            None => MetricsSettings::default(),
-        };
-        let fixed_step = match table.remove("fixed_step") {
-            Some(v) => v
-                .try_into()
-                .map_err(|e: toml::de::Error| toml_err(&format!("[fixed_step]: {e}")))?,
-            None => DkdSettings::default(),
-        };
+        let solver = settings_table(&mut table, "solver", name)?;
+        let metrics = settings_table(&mut table, "metrics", name)?;
+        let fixed_step = settings_table(&mut table, "fixed_step", name)?;
+        if let Some(k) = table.keys().find(|k| !is_param(k)) {
+            return Err(ConfigError::Param {
+                path: name.to_string(),
+                source: ParamError::UnknownKey {
+                    name: k.clone(),
+                    suggestions: closest(k, param_names().chain(SETTINGS_TABLES)),
+                },
+            });
+        }
         let params = Params::from_toml_table(table).map_err(|source| ConfigError::Param {
             path: name.to_string(),
             source,

@@ -28,7 +28,7 @@ impl GpuArgs {
     /// Make these the process's GPU options (before any GPU use). Environment variables
     /// METACHRON_ADAPTER / METACHRON_GPU_PRECISION fill what the flags leave open.
     pub fn apply(&self) -> Result<()> {
-        let env = GpuOptions::from_env().map_err(anyhow::Error::msg)?;
+        let env = GpuOptions::from_env()?;
         let opts = GpuOptions {
             adapter: self.adapter.clone().or(env.adapter),
             precision: if self.gpu_precision == PrecisionChoice::Auto {
@@ -43,9 +43,7 @@ impl GpuArgs {
         // Only `--backend gpu` alone may fall back to the CPU; an adapter asked for by
         // name that cannot be opened is the user's mistake, not a reason to run elsewhere.
         if let Some(name) = explicit {
-            gpu::shared_context()
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("--adapter {name}"))?;
+            gpu::shared_context().with_context(|| format!("--adapter {name}"))?;
         }
         Ok(())
     }

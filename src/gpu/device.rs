@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use super::{GpuError, Precision, PrecisionChoice};
+use super::{GpuError, GpuUnavailable, Precision, PrecisionChoice};
 
 /// How to pick the adapter and the precision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -201,7 +201,7 @@ pub fn auto_precision(a: &AdapterSummary) -> Precision {
 
 impl GpuOptions {
     /// `METACHRON_ADAPTER` (name substring) and `METACHRON_GPU_PRECISION` (auto|f64|f32).
-    pub fn from_env() -> Result<GpuOptions, String> {
+    pub fn from_env() -> Result<GpuOptions, GpuError> {
         let adapter = std::env::var("METACHRON_ADAPTER")
             .ok()
             .filter(|s| !s.is_empty());
@@ -210,9 +210,11 @@ impl GpuOptions {
             Ok("f64") => PrecisionChoice::F64,
             Ok("f32") => PrecisionChoice::F32,
             Ok(other) => {
-                return Err(format!(
-                    "METACHRON_GPU_PRECISION = {other:?}: allowed values are auto, f64, f32"
-                ))
+                return Err(GpuError::Environment {
+                    variable: "METACHRON_GPU_PRECISION",
+                    value: other.to_string(),
+                    allowed: "auto, f64, f32",
+                })
             }
         };
         Ok(GpuOptions { adapter, precision })
@@ -220,7 +222,7 @@ impl GpuOptions {
 }
 
 static OPTIONS: OnceLock<GpuOptions> = OnceLock::new();
-static SHARED: OnceLock<Result<GpuContext, String>> = OnceLock::new();
+static SHARED: OnceLock<Result<GpuContext, GpuUnavailable>> = OnceLock::new();
 
 /// Set the process's adapter and precision choice (the CLI's --adapter and
 /// --gpu-precision) before the first GPU use; false when it is too late.
@@ -229,14 +231,14 @@ pub fn configure(opts: GpuOptions) -> bool {
 }
 
 /// The process-wide context, opened on first use (one process talks to one adapter).
-pub fn shared_context() -> Result<&'static GpuContext, String> {
+pub fn shared_context() -> Result<&'static GpuContext, GpuUnavailable> {
     SHARED
         .get_or_init(|| {
             let opts = match OPTIONS.get() {
                 Some(o) => o.clone(),
                 None => GpuOptions::from_env()?,
             };
-            GpuContext::new(&opts).map_err(|e| e.to_string())
+            Ok(GpuContext::new(&opts)?)
         })
         .as_ref()
         .map_err(|e| e.clone())

@@ -791,7 +791,7 @@ static SHARED_ENGINE: std::sync::OnceLock<GpuEngine<'static>> = std::sync::OnceL
 
 /// The process-wide engine on the shared context: its pipelines are built once and
 /// reused by every later batch (a sweep runs many).
-pub fn shared_engine() -> Result<&'static GpuEngine<'static>, String> {
+pub fn shared_engine() -> Result<&'static GpuEngine<'static>, super::GpuUnavailable> {
     let ctx = super::device::shared_context()?;
     Ok(SHARED_ENGINE.get_or_init(|| GpuEngine::new(ctx)))
 }

@@ -66,4 +66,15 @@ pub enum GpuError {
     Shader(String),
     #[error("GPU execution failed: {0}")]
     Execution(String),
+    /// An environment variable that chooses the GPU holds a value it does not take.
+    #[error("{variable} = {value:?}: allowed values are {allowed}")]
+    Environment {
+        variable: &'static str,
+        value: String,
+        allowed: &'static str,
+    },
 }
+
+/// Why the GPU cannot be used, kept to be reported by every later use (one process
+/// opens its device once).
+pub type GpuUnavailable = std::sync::Arc<GpuError>;

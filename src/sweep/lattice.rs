@@ -2,6 +2,8 @@
 //! finest lattice it defines (every refined point lives on it; a point's combination
 //! id is its lattice index). [`crate::sweep::refine`] splits cells on it.
 
+use serde::Deserialize;
+
 use crate::metrics::{Class, METRIC_COLUMNS};
 use crate::sweep::axis::{spaced_value, AxisKind, SweepAxes, MAX_POINTS};
 use crate::sweep::SweepError;
@@ -22,8 +24,9 @@ pub enum RefineBy {
     },
 }
 
-/// How corner fractions are compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How corner fractions are compared (`test = "difference"` or `"wilson"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum FractionTest {
     /// Highest minus lowest fraction above the threshold.
     Difference,
@@ -61,7 +64,7 @@ impl std::fmt::Display for RefineBy {
     }
 }
 
-/// A `[refine]` table.
+/// A `[refine]` table, checked ([`RawRefine::check`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refine {
     pub by: RefineBy,
@@ -71,225 +74,214 @@ pub struct Refine {
     pub axes: Vec<usize>,
 }
 
-const KEYS: &[&str] = &["by", "threshold", "test", "max_level", "max_points", "axes"];
+/// The `[refine]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRefine {
+    /// "class", "fraction:<class>" or a metric column (default "class").
+    pub by: Option<String>,
+    pub threshold: Option<f64>,
+    pub test: Option<FractionTest>,
+    pub max_level: Option<i64>,
+    pub max_points: Option<i64>,
+    /// Names of the refined axes (default: every linspace/logspace axis).
+    pub axes: Option<Vec<String>>,
+}
+
 /// Most halvings: 2^12 lattice steps per grid cell is far below any useful resolution.
 const MAX_LEVEL: i64 = 12;
 
-impl Refine {
-    /// Read and check `[refine]` against the sweep's axes.
-    pub fn parse(spec: &SweepAxes, v: toml::Value) -> Result<Refine, SweepError> {
-        let err = |key: &str, message: String| SweepError::Key {
-            file: spec.file.to_string(),
-            key: format!("refine.{key}"),
-            message,
-        };
-        let toml::Value::Table(mut t) = v else {
-            return Err(SweepError::Key {
-                file: spec.file.to_string(),
-                key: "refine".into(),
-                message: format!("expected a table [refine], got {}", v.type_str()),
-            });
-        };
-        if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(err(
-                k,
-                format!("unknown key; allowed are {}", KEYS.join(", ")),
-            ));
-        }
-        let int = |t: &mut toml::Table, key: &str, lo: i64, hi: i64| match t.remove(key) {
-            Some(toml::Value::Integer(i)) if (lo..=hi).contains(&i) => Ok(Some(i)),
+impl RawRefine {
+    /// Check `[refine]` against the sweep's axes.
+    pub fn check(self, spec: &SweepAxes) -> Result<Refine, SweepError> {
+        let err = |key: &str, message: String| refine_err(spec, key, message);
+        let int = |key: &str, v: Option<i64>, lo: i64, hi: i64| match v {
+            Some(i) if (lo..=hi).contains(&i) => Ok(Some(i)),
             Some(other) => Err(err(
                 key,
                 format!("expected an integer in [{lo}, {hi}], got `{other}`"),
             )),
             None => Ok(None),
         };
-        let max_level = int(&mut t, "max_level", 1, MAX_LEVEL)?.unwrap_or(3) as u32;
-        let max_points = int(&mut t, "max_points", 1, MAX_POINTS as i64)?.unwrap_or(5000) as usize;
-        let by = match t.remove("by") {
-            None => COL_CLASS.to_string(),
-            Some(toml::Value::String(s)) => s,
-            Some(other) => return Err(err("by", format!("expected a string, got `{other}`"))),
-        };
-        let threshold = match t.remove("threshold") {
-            None => None,
-            Some(toml::Value::Float(x)) if x.is_finite() && x >= 0.0 => Some(x),
-            Some(toml::Value::Integer(i)) if i >= 0 => Some(i as f64),
-            Some(other) => {
+        let max_level = int("max_level", self.max_level, 1, MAX_LEVEL)?.unwrap_or(3) as u32;
+        let max_points =
+            int("max_points", self.max_points, 1, MAX_POINTS as i64)?.unwrap_or(5000) as usize;
+        let threshold = match self.threshold {
+            Some(x) if !(x.is_finite() && x >= 0.0) => {
                 return Err(err(
                     "threshold",
-                    format!("expected a finite number >= 0, got `{other}`"),
+                    format!("expected a finite number >= 0, got `{x}`"),
                 ))
             }
+            t => t,
         };
-        let test = match t.remove("test") {
-            None => None,
-            Some(toml::Value::String(s)) if s == "difference" => Some(FractionTest::Difference),
-            Some(toml::Value::String(s)) if s == "wilson" => Some(FractionTest::Wilson),
-            Some(other) => {
-                return Err(err(
-                    "test",
-                    format!("`{other}`: use \"difference\" or \"wilson\""),
-                ))
-            }
-        };
-        if test.is_some() && !by.starts_with("fraction:") {
-            return Err(err("test", "only with `by = \"fraction:<class>\"`".into()));
-        }
-        let need_threshold = |what: &str| {
-            threshold.ok_or_else(|| {
-                err(
-                    "threshold",
-                    format!("missing: refining by `{what}` needs a threshold (>= 0)"),
-                )
-            })
-        };
-        let by = if by == COL_CLASS {
-            if threshold.is_some() {
-                return Err(err(
-                    "threshold",
-                    "only with a fraction or a metric column (`by = \"fraction:metachronal\"`, \
-                     `by = \"lag_order\"`, ...)"
-                        .into(),
-                ));
-            }
-            RefineBy::Class
-        } else if let Some(label) = by.strip_prefix("fraction:") {
-            let class = Class::from_label(label)
-                .ok_or_else(|| err("by", format!("`{by}`: the classes are {}", Class::labels())))?;
-            let threshold = need_threshold(&by)?;
-            if threshold > 1.0 {
-                return Err(err(
-                    "threshold",
-                    format!("{threshold}: a fraction's threshold is in [0, 1]"),
-                ));
-            }
-            RefineBy::Fraction {
-                class,
-                threshold,
-                test: test.unwrap_or(FractionTest::Difference),
-            }
-        } else if metric_named(&by).is_some() {
-            let threshold = need_threshold(&by)?;
-            RefineBy::Metric {
-                column: by,
-                threshold,
-            }
-        } else {
-            let names: Vec<&str> = METRIC_COLUMNS.iter().map(|(m, _)| *m).collect();
-            return Err(err(
-                "by",
-                format!(
-                    "`{by}`: use \"class\", \"fraction:<class>\" or a metric: {}",
-                    names.join(", ")
-                ),
-            ));
-        };
-        let spaced =
-            |a: usize| matches!(spec.axes[a].kind, AxisKind::Linspace | AxisKind::Logspace);
-        let axes: Vec<usize> = match t.remove("axes") {
-            None => (0..spec.axes.len()).filter(|&a| spaced(a)).collect(),
-            Some(toml::Value::Array(list)) => {
-                let mut out = Vec::new();
-                for v in list {
-                    let name = v.as_str().unwrap_or_default();
-                    let a = spec
-                        .axes
-                        .iter()
-                        .position(|x| x.param == name)
-                        .ok_or_else(|| {
-                            err(
-                                "axes",
-                                format!("`{v}` is not a swept parameter of this file"),
-                            )
-                        })?;
-                    if !spaced(a) {
-                        return Err(err(
-                            "axes",
-                            format!("`{name}` is not a linspace or logspace axis"),
-                        ));
-                    }
-                    out.push(a);
-                }
-                out.sort_unstable();
-                out.dedup();
-                out
-            }
-            Some(other) => {
-                return Err(err(
-                    "axes",
-                    format!("expected a list of parameter names, got `{other}`"),
-                ))
-            }
-        };
-        if axes.is_empty() || axes.len() > 3 {
-            return Err(err(
-                "axes",
-                format!(
-                    "{} refined axes: refine 1 to 3 linspace/logspace axes",
-                    axes.len()
-                ),
-            ));
-        }
-        for &a in &axes {
-            let ax = &spec.axes[a];
-            if ax.values.len() < 2 {
-                return Err(err(
-                    "axes",
-                    format!(
-                        "`{}` has one value: a refined axis needs num >= 2",
-                        ax.param
-                    ),
-                ));
-            }
-            if ax.values.iter().any(|v| v.is_integer()) {
-                return Err(err(
-                    "axes",
-                    format!(
-                        "`{}` is an integer parameter: it cannot be halved",
-                        ax.param
-                    ),
-                ));
-            }
-            if spec.groups.iter().any(|g| g.contains(&a) && g.len() > 1) {
-                return Err(err(
-                    "axes",
-                    format!(
-                        "`{}` is zipped with another axis: refine unzipped axes",
-                        ax.param
-                    ),
-                ));
-            }
-        }
+        let by = self.by.unwrap_or_else(|| COL_CLASS.to_string());
+        let by = refine_by(spec, by, threshold, self.test)?;
+        let axes = refined_axes(spec, self.axes)?;
         let r = Refine {
             by,
             max_level,
             max_points,
             axes,
         };
-        let lat = Lattice::new(spec, &r);
-        let fine = lat
-            .sizes
-            .iter()
-            .try_fold(spec.repeats as u64, |acc, &n| acc.checked_mul(n as u64));
-        if fine.is_none_or(|n| n > (1u64 << 53)) {
-            return Err(err(
-                "max_level",
-                format!("{max_level}: the finest lattice has too many points; lower it"),
-            ));
-        }
-        let coarse = spec.point_count();
-        if coarse > max_points {
-            return Err(err(
-                "max_points",
-                format!(
-                    "{max_points} is below the {coarse} points of the axes' own grid \
-                     (level 0): raise it to at least {coarse}"
-                ),
-            ));
-        }
+        check_lattice_size(spec, &r)?;
         Ok(r)
     }
+}
+
+/// An error about `refine.<key>`.
+fn refine_err(spec: &SweepAxes, key: &str, message: String) -> SweepError {
+    SweepError::Key {
+        file: spec.file.to_string(),
+        key: format!("refine.{key}"),
+        message,
+    }
+}
+
+/// What decides a split: the class, a class's fraction (with its threshold and test) or
+/// a metric (with its threshold).
+fn refine_by(
+    spec: &SweepAxes,
+    by: String,
+    threshold: Option<f64>,
+    test: Option<FractionTest>,
+) -> Result<RefineBy, SweepError> {
+    let err = |key: &str, message: String| refine_err(spec, key, message);
+    if test.is_some() && !by.starts_with("fraction:") {
+        return Err(err("test", "only with `by = \"fraction:<class>\"`".into()));
+    }
+    let need_threshold = |what: &str| {
+        threshold.ok_or_else(|| {
+            err(
+                "threshold",
+                format!("missing: refining by `{what}` needs a threshold (>= 0)"),
+            )
+        })
+    };
+    if by == COL_CLASS {
+        if threshold.is_some() {
+            return Err(err(
+                "threshold",
+                "only with a fraction or a metric column (`by = \"fraction:metachronal\"`, \
+                 `by = \"lag_order\"`, ...)"
+                    .into(),
+            ));
+        }
+        Ok(RefineBy::Class)
+    } else if let Some(label) = by.strip_prefix("fraction:") {
+        let class = Class::from_label(label)
+            .ok_or_else(|| err("by", format!("`{by}`: the classes are {}", Class::labels())))?;
+        let threshold = need_threshold(&by)?;
+        if threshold > 1.0 {
+            return Err(err(
+                "threshold",
+                format!("{threshold}: a fraction's threshold is in [0, 1]"),
+            ));
+        }
+        Ok(RefineBy::Fraction {
+            class,
+            threshold,
+            test: test.unwrap_or(FractionTest::Difference),
+        })
+    } else if metric_named(&by).is_some() {
+        let threshold = need_threshold(&by)?;
+        Ok(RefineBy::Metric {
+            column: by,
+            threshold,
+        })
+    } else {
+        let names: Vec<&str> = METRIC_COLUMNS.iter().map(|(m, _)| *m).collect();
+        Err(err(
+            "by",
+            format!(
+                "`{by}`: use \"class\", \"fraction:<class>\" or a metric: {}",
+                names.join(", ")
+            ),
+        ))
+    }
+}
+
+/// The refined axes (by default every linspace/logspace axis): 1 to 3 unzipped
+/// linspace/logspace axes of at least two non-integer values each.
+fn refined_axes(spec: &SweepAxes, names: Option<Vec<String>>) -> Result<Vec<usize>, SweepError> {
+    let err = |message: String| refine_err(spec, "axes", message);
+    let spaced = |a: usize| matches!(spec.axes[a].kind, AxisKind::Linspace | AxisKind::Logspace);
+    let axes: Vec<usize> = match names {
+        None => (0..spec.axes.len()).filter(|&a| spaced(a)).collect(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for name in list {
+                let a = spec
+                    .axes
+                    .iter()
+                    .position(|x| x.param == name)
+                    .ok_or_else(|| {
+                        err(format!(
+                            "`\"{name}\"` is not a swept parameter of this file"
+                        ))
+                    })?;
+                if !spaced(a) {
+                    return Err(err(format!("`{name}` is not a linspace or logspace axis")));
+                }
+                out.push(a);
+            }
+            out.sort_unstable();
+            out.dedup();
+            out
+        }
+    };
+    if axes.is_empty() || axes.len() > 3 {
+        return Err(err(format!(
+            "{} refined axes: refine 1 to 3 linspace/logspace axes",
+            axes.len()
+        )));
+    }
+    for &a in &axes {
+        let ax = &spec.axes[a];
+        let why = if ax.values.len() < 2 {
+            "has one value: a refined axis needs num >= 2"
+        } else if ax.values.iter().any(|v| v.is_integer()) {
+            "is an integer parameter: it cannot be halved"
+        } else if spec.groups.iter().any(|g| g.contains(&a) && g.len() > 1) {
+            "is zipped with another axis: refine unzipped axes"
+        } else {
+            continue;
+        };
+        return Err(err(format!("`{}` {why}", ax.param)));
+    }
+    Ok(axes)
+}
+
+/// The finest lattice fits exact f64 point ids, and `max_points` holds the axes' own
+/// grid.
+fn check_lattice_size(spec: &SweepAxes, r: &Refine) -> Result<(), SweepError> {
+    let err = |key: &str, message: String| refine_err(spec, key, message);
+    let lat = Lattice::new(spec, r);
+    let fine = lat
+        .sizes
+        .iter()
+        .try_fold(spec.repeats as u64, |acc, &n| acc.checked_mul(n as u64));
+    if fine.is_none_or(|n| n > (1u64 << 53)) {
+        return Err(err(
+            "max_level",
+            format!(
+                "{}: the finest lattice has too many points; lower it",
+                r.max_level
+            ),
+        ));
+    }
+    let coarse = spec.point_count();
+    if coarse > r.max_points {
+        return Err(err(
+            "max_points",
+            format!(
+                "{} is below the {coarse} points of the axes' own grid (level 0): raise it \
+                 to at least {coarse}",
+                r.max_points
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The finest lattice of a refined sweep: one size per axis group.

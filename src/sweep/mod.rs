@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod atlas;
 pub mod audit;
 pub mod axis;
+pub mod input;
 pub mod lattice;
 pub mod lock;
 pub mod plan;
@@ -27,8 +28,8 @@ pub use spec::SweepSpec;
 
 use crate::cost::OverLimit;
 use crate::dataset::{DatasetError, ManifestError};
-
 use crate::error::{OutputError, ParamError};
+use crate::input_keys::UnknownKey;
 use crate::simulate::ConfigError;
 
 /// A sweep file, plan or run that cannot be used. Messages name the file and the key.
@@ -41,6 +42,21 @@ pub enum SweepError {
         file: String,
         key: String,
         message: String,
+    },
+    /// A key that no table of a sweep file takes, with the closest one that it does.
+    #[error("{file}: {source}")]
+    UnknownKey {
+        file: String,
+        #[source]
+        source: Box<UnknownKey>,
+    },
+    /// A parameter that cannot be used, at `key` (`base.alphaa`, `axes[1].param`).
+    #[error("{file}: `{key}`: {source}")]
+    Param {
+        file: String,
+        key: String,
+        #[source]
+        source: ParamError,
     },
     /// A configuration error at `context` in `file` (the file and the place inside it
     /// said once: the cause's own place is left out of the message).

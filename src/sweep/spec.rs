@@ -31,13 +31,14 @@ use std::path::Path;
 
 use crate::error::ParamError;
 use crate::params::{
-    is_text_param, parse_number, spec, ParamSpec, Params, CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS,
-    SCALAR_PARAMS,
+    is_param, is_text_param, parse_number, spec, unknown_param, ParamSpec, Params, CHOICE_PARAMS,
+    LIST_PARAMS, MASK_PARAMS,
 };
-use crate::simulate::{ConfigError, RunConfig};
+use crate::simulate::{ConfigError, RunConfig, SETTINGS_TABLES};
 use crate::sweep::axis::{spaced_value, Axis, AxisKind, SweepAxes, MAX_POINTS};
-use crate::sweep::lattice::Refine;
-use crate::sweep::repeats::AdaptiveRepeats;
+use crate::sweep::input::{decode, Combine, RawAxis, RawRange, RawSweep, AXIS_KINDS};
+use crate::sweep::lattice::{RawRefine, Refine};
+use crate::sweep::repeats::{AdaptiveRepeats, RawRepeats};
 use crate::sweep::rng::SplitMix64;
 use crate::sweep::SweepError;
 
@@ -70,23 +71,7 @@ pub struct SweepSpec {
     pub refine: Option<Refine>,
 }
 
-const TOP_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "seed",
-    "repeats",
-    "random_phases",
-    "combine",
-    "base",
-    "solver",
-    "metrics",
-    "fixed_step",
-    "axes",
-    "until_settled",
-    "refine",
-];
-const AXIS_KINDS: &[&str] = &["values", "linspace", "logspace", "random", "lhs"];
-
+/// The file's name for messages, and the errors that name a key in it.
 struct Ctx<'a> {
     file: &'a str,
 }
@@ -113,16 +98,6 @@ impl Ctx<'_> {
                     "expected an integer in [{lo}, {hi}], got {} `{other}`",
                     other.type_str()
                 ),
-            )),
-        }
-    }
-
-    fn string(&self, key: &str, v: &toml::Value) -> Result<String, SweepError> {
-        match v {
-            toml::Value::String(s) => Ok(s.clone()),
-            other => Err(self.err(
-                key,
-                format!("expected a string, got {} `{other}`", other.type_str()),
             )),
         }
     }
@@ -172,48 +147,7 @@ impl SweepSpec {
         file: &str,
         default_name: &str,
     ) -> Result<SweepSpec, SweepError> {
-        let cx = Ctx { file };
-        let mut top = parse_top(&cx, text)?;
-        let head = Header::read(&cx, &mut top, default_name)?;
-        let refine_table = top.remove("refine");
-        let base = read_base(&cx, &mut top, head.random_phases)?;
-        let config = base_config(&cx, &base, &mut top)?;
-        let axes = read_axes(&cx, &mut top, head.seed)?;
-        let groups = group_axes(&cx, &axes, head.zip_all)?;
-        check_point_count(&cx, &axes, &groups, head.repeats)?;
-
-        // Every point continues to the same horizon (`sweep::run::apply_until_settled`).
-        let config = RunConfig {
-            until_settled: head.until_settled,
-            ..config
-        };
-        let spec = SweepSpec {
-            file: file.to_string(),
-            text: text.to_string(),
-            name: head.name,
-            description: head.description,
-            seed: head.seed,
-            repeats: head.repeats,
-            random_phases: head.random_phases,
-            base,
-            config,
-            axes,
-            groups,
-            adaptive: head.adaptive,
-            until_settled: head.until_settled,
-            refine: None,
-        };
-        let spec = match refine_table {
-            Some(t) => SweepSpec {
-                refine: Some(Refine::parse(&spec.shape(), t)?),
-                ..spec
-            },
-            None => spec,
-        };
-        spec.check_base()?;
-        spec.check_axis_values()?;
-        spec.check_phase_axis()?;
-        Ok(spec)
+        RawSweep::parse(text, file)?.check(text, file, default_name)
     }
 
     /// Random phases replace every point's psi_init: a `psi_init` axis with them on
@@ -320,38 +254,62 @@ impl SweepSpec {
     }
 }
 
-/// Every parameter a sweep may name, for the message that refuses an unknown one.
-fn param_names() -> String {
-    SCALAR_PARAMS
-        .iter()
-        .map(|s| s.name)
-        .chain(LIST_PARAMS.iter().copied())
-        .chain(CHOICE_PARAMS.iter().copied())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+impl RawSweep {
+    /// Check every value of the file, in one step, into the sweep it describes: the
+    /// header, `[base]` and the settings tables, the axes and their groups, `[refine]`,
+    /// then the base and every axis value as the points will read them.
+    pub fn check(
+        self,
+        text: &str,
+        file: &str,
+        default_name: &str,
+    ) -> Result<SweepSpec, SweepError> {
+        let cx = Ctx { file };
+        let head = Header::check(&cx, &self, default_name)?;
+        let base = check_base_keys(&cx, self.base, head.random_phases)?;
+        let settings = [
+            ("solver", self.solver),
+            ("metrics", self.metrics),
+            ("fixed_step", self.fixed_step),
+        ];
+        let config = base_config(&cx, &base, settings)?;
+        let axes = check_axes(&cx, self.axes, head.seed)?;
+        let groups = group_axes(&cx, &axes, head.zip_all)?;
+        check_point_count(&cx, &axes, &groups, head.repeats)?;
 
-/// The file's TOML, its top-level keys checked.
-fn parse_top(cx: &Ctx, text: &str) -> Result<toml::Table, SweepError> {
-    let top: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| SweepError::Toml {
-            file: cx.file.to_string(),
-            message: e.to_string(),
-        })?;
-    if let Some(k) = top.keys().find(|k| !TOP_KEYS.contains(&k.as_str())) {
-        return Err(cx.err(
-            k.clone(),
-            format!(
-                "unknown key; allowed at the top level: {}",
-                TOP_KEYS.join(", ")
-            ),
-        ));
+        // Every point continues to the same horizon (`sweep::run::apply_until_settled`).
+        let config = RunConfig {
+            until_settled: head.until_settled,
+            ..config
+        };
+        let mut spec = SweepSpec {
+            file: file.to_string(),
+            text: text.to_string(),
+            name: head.name,
+            description: head.description,
+            seed: head.seed,
+            repeats: head.repeats,
+            random_phases: head.random_phases,
+            base,
+            config,
+            axes,
+            groups,
+            adaptive: head.adaptive,
+            until_settled: head.until_settled,
+            refine: None,
+        };
+        if let Some(t) = self.refine {
+            let raw: RawRefine = decode(file, "refine", t)?;
+            spec.refine = Some(raw.check(&spec.shape())?);
+        }
+        spec.check_base()?;
+        spec.check_axis_values()?;
+        spec.check_phase_axis()?;
+        Ok(spec)
     }
-    Ok(top)
 }
 
-/// The top-level keys that are not tables.
+/// The top-level keys that are not tables, checked.
 struct Header {
     name: String,
     description: String,
@@ -364,84 +322,43 @@ struct Header {
 }
 
 impl Header {
-    fn read(cx: &Ctx, top: &mut toml::Table, default_name: &str) -> Result<Header, SweepError> {
-        let name = match top.remove("name") {
-            Some(v) => cx.string("name", &v)?,
-            None => default_name.to_string(),
-        };
-        let description = match top.remove("description") {
-            Some(v) => cx.string("description", &v)?,
-            None => String::new(),
-        };
-        let seed = match top.remove("seed") {
-            Some(v) => cx.int("seed", &v, 0, i64::MAX)? as u64,
+    fn check(cx: &Ctx, raw: &RawSweep, default_name: &str) -> Result<Header, SweepError> {
+        let seed = match &raw.seed {
+            Some(v) => cx.int("seed", v, 0, i64::MAX)? as u64,
             None => 0,
         };
-        let (repeats, adaptive) = match top.remove("repeats") {
+        let (repeats, adaptive) = match &raw.repeats {
             Some(toml::Value::Table(t)) => {
-                let a = AdaptiveRepeats::parse(cx.file, t)?;
+                let a = decode::<RawRepeats>(cx.file, "repeats", t.clone())?.check(cx.file)?;
                 (a.max, Some(a))
             }
-            Some(v) => (cx.int("repeats", &v, 1, 1_000_000)? as usize, None),
+            Some(v) => (cx.int("repeats", v, 1, 1_000_000)? as usize, None),
             None => (1, None),
         };
-        let until_settled = match top.remove("until_settled") {
-            Some(v) => Some(cx.number("until_settled", &v)?),
+        let until_settled = match &raw.until_settled {
+            Some(v) => Some(cx.number("until_settled", v)?),
             None => None,
         };
-        let random_phases = match top.remove("random_phases") {
-            Some(toml::Value::Boolean(b)) => b,
-            Some(other) => {
-                return Err(cx.err(
-                    "random_phases",
-                    format!("expected true or false, got {} `{other}`", other.type_str()),
-                ))
-            }
-            None => repeats > 1,
-        };
-        let zip_all = match top.remove("combine") {
-            Some(v) => match cx.string("combine", &v)?.as_str() {
-                "product" => false,
-                "zip" => true,
-                other => {
-                    return Err(cx.err(
-                        "combine",
-                        format!("`{other}` is not allowed: use \"product\" or \"zip\""),
-                    ))
-                }
-            },
-            None => false,
-        };
         Ok(Header {
-            name,
-            description,
+            name: raw.name.clone().unwrap_or_else(|| default_name.to_string()),
+            description: raw.description.clone().unwrap_or_default(),
             seed,
             repeats,
             adaptive,
             until_settled,
-            random_phases,
-            zip_all,
+            random_phases: raw.random_phases.unwrap_or(repeats > 1),
+            zip_all: raw.combine == Some(Combine::Zip),
         })
     }
 }
 
 /// `[base]` as written: known parameters only, and no `psi_init` that random phases
 /// would replace.
-fn read_base(
+fn check_base_keys(
     cx: &Ctx,
-    top: &mut toml::Table,
+    base: toml::Table,
     random_phases: bool,
 ) -> Result<toml::Table, SweepError> {
-    let base = match top.remove("base") {
-        Some(toml::Value::Table(t)) => t,
-        Some(other) => {
-            return Err(cx.err(
-                "base",
-                format!("expected a table [base], got {}", other.type_str()),
-            ))
-        }
-        None => toml::Table::new(),
-    };
     // Random phases replace every point's psi_init: never silently.
     if random_phases && base.contains_key(crate::params::PSI_INIT) {
         return Err(cx.err(
@@ -451,31 +368,27 @@ fn read_base(
              keep it, or remove it",
         ));
     }
-    for k in base.keys() {
-        if spec(k).is_none() && !is_text_param(k) {
-            return Err(cx.err(
-                format!("base.{k}"),
-                format!("unknown parameter; known are {}", param_names()),
-            ));
-        }
+    if let Some(k) = base.keys().find(|k| !is_param(k)) {
+        return Err(SweepError::Param {
+            file: cx.file.to_string(),
+            key: format!("base.{k}"),
+            source: unknown_param(k),
+        });
     }
     Ok(base)
 }
 
-/// The base configuration: `[base]` parameters plus the settings tables, read like a
-/// config file.
+/// The base configuration: `[base]` parameters plus the settings tables given, read
+/// like a config file.
 fn base_config(
     cx: &Ctx,
     base: &toml::Table,
-    top: &mut toml::Table,
+    settings: [(&str, Option<toml::Table>); 3],
 ) -> Result<RunConfig, SweepError> {
     let mut cfg_table = base.clone();
-    for k in SETTINGS_TABLES {
-        if let Some(v) = top.remove(k) {
-            if !v.is_table() {
-                return Err(cx.err(k, format!("expected a table [{k}], got {}", v.type_str())));
-            }
-            cfg_table.insert(k.to_string(), v);
+    for (k, t) in settings {
+        if let Some(t) = t {
+            cfg_table.insert(k.to_string(), toml::Value::Table(t));
         }
     }
     let cfg_text = toml::to_string(&cfg_table).map_err(|e| SweepError::Toml {
@@ -485,13 +398,16 @@ fn base_config(
     RunConfig::from_toml_str(&cfg_text, cx.file).map_err(|e| config_error(cx.file.into(), e))
 }
 
-/// The tables of settings a sweep file may hold besides `[base]`.
-const SETTINGS_TABLES: [&str; 3] = ["solver", "metrics", "fixed_step"];
-
 /// A configuration error of the base, placed in its table: `[base]` for a parameter,
 /// the settings table that holds a setting.
 fn config_error(file: String, e: ConfigError) -> SweepError {
     let context = match &e {
+        ConfigError::UnknownKey { source, .. } => {
+            return SweepError::UnknownKey {
+                file,
+                source: source.clone(),
+            }
+        }
         ConfigError::Setting {
             source: crate::error::SettingsError::OutOfRange { field, .. },
             ..
@@ -544,25 +460,13 @@ fn settings_table(field: &str) -> String {
         .unwrap_or_else(|| "settings".into())
 }
 
-/// The `[[axes]]`, each parsed, no parameter swept twice.
-fn read_axes(cx: &Ctx, top: &mut toml::Table, seed: u64) -> Result<Vec<Axis>, SweepError> {
-    let axes_v = match top.remove("axes") {
-        Some(toml::Value::Array(a)) => a,
-        Some(other) => {
-            return Err(cx.err(
-                "axes",
-                format!(
-                    "expected an array of tables [[axes]], got {}",
-                    other.type_str()
-                ),
-            ))
-        }
-        None => Vec::new(),
-    };
-    let mut axes = Vec::with_capacity(axes_v.len());
-    for (i, v) in axes_v.into_iter().enumerate() {
-        axes.push(parse_axis(cx, i, v, seed)?);
-    }
+/// The `[[axes]]`, each checked, no parameter swept twice.
+fn check_axes(cx: &Ctx, tables: Vec<toml::Table>, seed: u64) -> Result<Vec<Axis>, SweepError> {
+    let axes = tables
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| check_axis(cx, i, t, seed))
+        .collect::<Result<Vec<Axis>, SweepError>>()?;
     for (i, a) in axes.iter().enumerate() {
         if let Some(j) = axes[..i].iter().position(|b| b.param == a.param) {
             return Err(cx.err(
@@ -626,28 +530,13 @@ fn check_point_count(
     }
 }
 
-const RANGE_KEYS: &[&str] = &["start", "stop", "num", "log"];
-
-/// Read `axes[i]`: its parameter, group and values (listed, or generated from a range
-/// with `seed`), each key checked and named in its error.
-fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, SweepError> {
-    let at = |k: &str| format!("axes[{i}].{k}");
-    let mut t = match v {
-        toml::Value::Table(t) => t,
-        other => {
-            return Err(cx.err(
-                format!("axes[{i}]"),
-                format!("expected a table, got {}", other.type_str()),
-            ))
-        }
-    };
-    let (param, scalar) = axis_param(cx, i, &mut t)?;
-    let group = match t.remove("group") {
-        Some(v) => Some(cx.string(&at("group"), &v)?),
-        None => None,
-    };
-    let kind_key = axis_kind_key(cx, i, &param, &t)?;
-    let body = t.remove(&kind_key).expect("key listed above");
+/// Check `axes[i]`: its parameter, group and values (listed, or generated from a range
+/// with `seed`), each key named in its error.
+fn check_axis(cx: &Ctx, i: usize, t: toml::Table, seed: u64) -> Result<Axis, SweepError> {
+    let raw: RawAxis = decode(cx.file, &format!("axes[{i}]"), t)?;
+    let (param, scalar) = axis_param(cx, i, raw.param.clone())?;
+    let group = raw.group.clone();
+    let (kind_key, body) = axis_kind(cx, i, &param, raw.kinds())?;
     let (kind, log, values) = if kind_key == "values" {
         let values = listed_values(cx, i, &param, scalar.is_some(), body)?;
         (AxisKind::Values, false, values)
@@ -655,11 +544,11 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
         // Generated axes: only scalar parameters.
         let Some(sp) = scalar else {
             return Err(cx.err(
-                at(&kind_key),
+                format!("axes[{i}].{kind_key}"),
                 format!("`{param}` is a per-leg list: sweep it with `values`"),
             ));
         };
-        let r = AxisRange::read(cx, i, &kind_key, body)?;
+        let r = AxisRange::check(cx, i, kind_key, body)?;
         let values = r.generate(cx, i, &param, sp, seed)?;
         (r.kind, r.log, values)
     };
@@ -672,44 +561,38 @@ fn parse_axis(cx: &Ctx, i: usize, v: toml::Value, seed: u64) -> Result<Axis, Swe
     })
 }
 
-/// Take `axes[i].param` out of `t`: the parameter's name and, for a scalar one, its
-/// spec (per-leg lists and choices have none); an unknown name is refused with the
-/// known ones listed.
+/// `axes[i].param`: the parameter's name and, for a scalar one, its spec (per-leg lists
+/// and choices have none); an unknown name is refused with the closest known one.
 fn axis_param(
     cx: &Ctx,
     i: usize,
-    t: &mut toml::Table,
+    param: Option<String>,
 ) -> Result<(String, Option<&'static ParamSpec>), SweepError> {
     let at = format!("axes[{i}].param");
-    let param = match t.remove("param") {
-        Some(v) => cx.string(&at, &v)?,
-        None => return Err(cx.err(at, "missing: every axis names its parameter")),
+    let Some(param) = param else {
+        return Err(cx.err(at, "missing: every axis names its parameter"));
     };
     let scalar = spec(&param);
     if scalar.is_none() && !is_text_param(&param) {
-        return Err(cx.err(
-            at,
-            format!("unknown parameter `{param}`; known are {}", param_names()),
-        ));
+        return Err(SweepError::Param {
+            file: cx.file.to_string(),
+            key: at,
+            source: unknown_param(&param),
+        });
     }
     Ok((param, scalar))
 }
 
-/// The one key of `t` that says how the axis' values are given.
-fn axis_kind_key(cx: &Ctx, i: usize, param: &str, t: &toml::Table) -> Result<String, SweepError> {
-    if let Some(k) = t.keys().find(|k| !AXIS_KINDS.contains(&k.as_str())) {
-        return Err(cx.err(
-            format!("axes[{i}].{k}"),
-            format!(
-                "unknown key; an axis has `param`, optional `group`, and one of {}",
-                AXIS_KINDS.join(", ")
-            ),
-        ));
-    }
-    let kinds: Vec<&String> = t.keys().collect();
-    match kinds.as_slice() {
-        [k] => Ok((*k).clone()),
-        [] => Err(cx.err(
+/// The one way the axis gives its values, of those its table holds.
+fn axis_kind(
+    cx: &Ctx,
+    i: usize,
+    param: &str,
+    mut kinds: Vec<(&'static str, toml::Value)>,
+) -> Result<(&'static str, toml::Value), SweepError> {
+    match kinds.len() {
+        1 => Ok(kinds.remove(0)),
+        0 => Err(cx.err(
             format!("axes[{i}]"),
             format!(
                 "axis `{param}` has no values: give one of {}",
@@ -722,7 +605,7 @@ fn axis_kind_key(cx: &Ctx, i: usize, param: &str, t: &toml::Table) -> Result<Str
                 "axis `{param}` has {}: give exactly one",
                 kinds
                     .iter()
-                    .map(|k| k.as_str())
+                    .map(|(k, _)| *k)
                     .collect::<Vec<_>>()
                     .join(" and ")
             ),
@@ -781,10 +664,10 @@ fn listed_values(
     Ok(list)
 }
 
-/// A generated axis: `{ start, stop, num }` (and `log` for random and lhs).
+/// A generated axis: `{ start, stop, num }` (and `log` for random and lhs), checked.
 struct AxisRange {
     kind: AxisKind,
-    kind_key: String,
+    kind_key: &'static str,
     start: f64,
     stop: f64,
     num: usize,
@@ -792,51 +675,42 @@ struct AxisRange {
 }
 
 impl AxisRange {
-    fn read(
+    fn check(
         cx: &Ctx,
         i: usize,
-        kind_key: &str,
+        kind_key: &'static str,
         body: toml::Value,
     ) -> Result<AxisRange, SweepError> {
-        let mut r = match body {
-            toml::Value::Table(r) => r,
-            other => {
-                return Err(cx.err(
-                    format!("axes[{i}].{kind_key}"),
-                    format!(
-                        "expected a table {{ start = .., stop = .., num = .. }}, got {}",
-                        other.type_str()
-                    ),
-                ))
-            }
-        };
-        let key = |k: &str| format!("axes[{i}].{kind_key}.{k}");
-        if let Some(k) = r.keys().find(|k| !RANGE_KEYS.contains(&k.as_str())) {
+        let toml::Value::Table(table) = body else {
             return Err(cx.err(
-                key(k),
-                "unknown key; allowed are start, stop, num (and log for random and lhs)",
+                format!("axes[{i}].{kind_key}"),
+                format!(
+                    "expected a table {{ start = .., stop = .., num = .. }}, got {}",
+                    body.type_str()
+                ),
             ));
-        }
-        let mut get = |k: &str| {
-            r.remove(k).ok_or_else(|| {
+        };
+        let r: RawRange = decode(cx.file, &format!("axes[{i}].{kind_key}"), table)?;
+        let key = |k: &str| format!("axes[{i}].{kind_key}.{k}");
+        let need = |v: Option<toml::Value>, k: &str| {
+            v.ok_or_else(|| {
                 cx.err(
                     key(k),
                     format!("missing: `{kind_key}` needs start, stop and num"),
                 )
             })
         };
-        let start = cx.number(&key("start"), &get("start")?)?;
-        let stop = cx.number(&key("stop"), &get("stop")?)?;
-        let num_v = get("num")?;
-        let num = match num_v {
+        let start = cx.number(&key("start"), &need(r.start, "start")?)?;
+        let stop = cx.number(&key("stop"), &need(r.stop, "stop")?)?;
+        let num = match need(r.num, "num")? {
             toml::Value::Integer(0) => {
                 return Err(cx.err(key("num"), "empty axis: num must be >= 1"))
             }
-            _ => cx.int(&key("num"), &num_v, 1, MAX_POINTS as i64)? as usize,
+            v => cx.int(&key("num"), &v, 1, MAX_POINTS as i64)? as usize,
         };
-        let log_flag = match r.remove("log") {
+        let log_flag = match r.log {
             None => false,
-            Some(toml::Value::Boolean(b)) if kind_key == "random" || kind_key == "lhs" => b,
+            Some(b) if kind_key == "random" || kind_key == "lhs" => b,
             Some(other) => {
                 return Err(cx.err(
                     key("log"),
@@ -863,7 +737,7 @@ impl AxisRange {
         }
         Ok(AxisRange {
             kind,
-            kind_key: kind_key.to_string(),
+            kind_key,
             start,
             stop,
             num,

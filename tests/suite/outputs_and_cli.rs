@@ -160,8 +160,16 @@ fn bad_parameters_name_the_field_and_the_range() {
     check("n_nodes=2.5", "integer");
     assert!(matches!(
         check("alphaa=5", "alphaa"),
-        ParamError::UnknownKey(_)
+        ParamError::UnknownKey { .. }
     ));
+    // A typo is answered with the parameter it was meant to be (params::SCALAR_PARAMS
+    // has k_p and k_m, one edit away from k_q; nothing is near `temperature`).
+    check(
+        "k_q=5",
+        "unknown parameter `k_q`; did you mean `k_m` or `k_p`?",
+    );
+    let far = check("temperature=5", "unknown parameter `temperature`");
+    assert!(!far.to_string().contains("did you mean"), "{far}");
     check("actuated=1,0,1", "one per leg");
     check("actuated=1,x,1", "actuated");
     check("omega=fast", "omega");

@@ -127,13 +127,65 @@ fn unknown_keys_anywhere_are_named() {
     assert!(e.contains("`repeatz`") && e.contains("unknown key"), "{e}");
     let e =
         parse(&SAMPLE.replace("values = [50.0, 500.0]", "values = [50.0]\nstepz = 2")).unwrap_err();
-    assert!(e.contains("axes[1].stepz"), "{e}");
+    assert!(e.contains("`stepz` in axes[1]"), "{e}");
     let e = parse(&SAMPLE.replace("num = 3 }", "num = 3, base = 10 }")).unwrap_err();
-    assert!(e.contains("axes[0].logspace.base"), "{e}");
+    assert!(e.contains("`base` in axes[0].logspace"), "{e}");
     let e = parse(&SAMPLE.replace("param = \"beta\"", "param = \"betta\"")).unwrap_err();
     assert!(e.contains("axes[1].param") && e.contains("betta"), "{e}");
     let e = parse(&format!("{SAMPLE}\n[metrics]\nplv_minn = 0.5\n")).unwrap_err();
     assert!(e.contains("plv_minn"), "{e}");
+}
+
+#[test]
+fn unknown_keys_are_answered_with_the_closest_allowed_key() {
+    let cases = [
+        // Top level.
+        (
+            format!("axs = 1\n{SAMPLE}"),
+            "bad.toml: unknown key `axs` at the top level; did you mean `axes`?",
+        ),
+        // In an axis, and in its range.
+        (
+            SAMPLE.replace("param = \"beta\"", "parm = \"beta\""),
+            "bad.toml: unknown key `parm` in axes[1]; did you mean `param`?",
+        ),
+        (
+            SAMPLE.replace("num = 3 }", "nmu = 3 }"),
+            "unknown key `nmu` in axes[0].logspace; did you mean `num`?",
+        ),
+        // In [refine] and in adaptive repeats.
+        (
+            format!("{SAMPLE}[refine]\nmax_levle = 2\n"),
+            "bad.toml: unknown key `max_levle` in [refine]; did you mean `max_level`?",
+        ),
+        (
+            format!("repeats = {{ min = 2, max = 4, ci_widht = 0.1 }}\n{SAMPLE}"),
+            "unknown key `ci_widht` in repeats; did you mean `ci_width`?",
+        ),
+        // Parameters in [base] and on an axis, and a settings table's key.
+        (
+            SAMPLE.replace("t_final = 3.0", "t_final = 3.0\nk_q = 5.0"),
+            "`base.k_q`: unknown parameter `k_q`; did you mean `k_m` or `k_p`?",
+        ),
+        (
+            SAMPLE.replace("param = \"beta\"", "param = \"betta\""),
+            "`axes[1].param`: unknown parameter `betta`; did you mean `beta`?",
+        ),
+        (
+            format!("{SAMPLE}\n[metrics]\nplv_minn = 0.5\n"),
+            "unknown key `plv_minn` in [metrics]; did you mean `plv_min`?",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = parse(&text).unwrap_err();
+        assert!(e.contains(want), "{e}\nlacks: {want}");
+    }
+    // The allowed keys are listed; a name far from all of them gets no guess.
+    let e = parse(&format!("temperature = 3\n{SAMPLE}")).unwrap_err();
+    assert!(
+        e.contains("unknown key `temperature` at the top level (allowed: name, description"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -199,4 +251,87 @@ fn out_of_range_values_name_the_key_and_the_allowed_range() {
     // t_final swept below dt_out: the settings' range is named.
     let e = plan_err("[[axes]]\nparam = \"t_final\"\nvalues = [0.001]\n");
     assert!(e.contains("dt_out") && e.contains("allowed"), "{e}");
+}
+
+/// Every shipped sweep file (sweeps/, examples/, tests/) as planned: point and
+/// combination counts, the header, each axis' values and a digest of every planned
+/// point's configuration, one block per file.
+fn plan_digest() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<std::path::PathBuf> = ["sweeps", "examples", "tests/python"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    let mut out = String::new();
+    for path in files {
+        let name = path.strip_prefix(root).unwrap().display().to_string();
+        let Ok(spec) = SweepSpec::from_file(&path) else {
+            out.push_str(&format!("{name}: not a sweep file\n"));
+            continue;
+        };
+        out.push_str(&format!(
+            "{name}: name={} points={} combos={} repeats={} seed={} random_phases={} \
+             adaptive={:?} until_settled={:?} groups={:?}\n  refine={:?}\n",
+            spec.name,
+            spec.point_count(),
+            spec.combinations(),
+            spec.repeats,
+            spec.seed,
+            spec.random_phases,
+            spec.adaptive,
+            spec.until_settled,
+            spec.groups,
+            spec.refine,
+        ));
+        for a in &spec.axes {
+            let values: Vec<String> = a.values.iter().map(|v| v.to_string()).collect();
+            out.push_str(&format!(
+                "  axis {} {:?} log={} group={:?} [{}]\n",
+                a.param,
+                a.kind,
+                a.log,
+                a.group,
+                values.join(", ")
+            ));
+        }
+        let plan = Plan::new(&spec).unwrap();
+        // FNV-1a over every point's id, combination, repeat, level and configuration.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for p in &plan.points {
+            let text = format!(
+                "{} {} {} {} {:?}",
+                p.point_id, p.combo, p.repeat, p.level, p.cfg
+            );
+            for b in text.bytes() {
+                h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        out.push_str(&format!(
+            "  plan {} points fnv1a={h:016x}\n",
+            plan.points.len()
+        ));
+    }
+    out
+}
+
+/// The shipped sweep files plan exactly the points recorded in
+/// tests/suite/golden/sweep_plans.txt (written by the reader these files were
+/// designed with; `METACHRON_BLESS=1` rewrites it after a deliberate change).
+#[test]
+fn shipped_sweeps_plan_the_recorded_points() {
+    let golden =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/golden/sweep_plans.txt");
+    let now = plan_digest();
+    if std::env::var_os("METACHRON_BLESS").is_some() {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, &now).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    for (a, b) in want.lines().zip(now.lines()) {
+        assert_eq!(a, b, "a shipped sweep plans differently");
+    }
+    assert_eq!(want.lines().count(), now.lines().count());
 }
