@@ -2,7 +2,7 @@
 // batch on the paper's flat line without Coulomb friction runs a kernel without it).
 // `ground_at(ri, u)`, the height and slope at u = y − y₀, is generated with the
 // profile's number of harmonics (src/gpu/kernel.rs). CPU twins: `ground_at`,
-// `tip_contact` and the terrain branch of `body_and_springs` in
+// `tip_contact` and the terrain branch of `body_kick` in
 // src/integrate/lanes/kernel.rs.
 
 const LN2_HI: real = 6.93147180369123816490e-01;
@@ -36,7 +36,7 @@ fn tanh_real(x: real) -> real {
 
 // Penalty contact of one body point with the terrain, along its normal: ε·c·d·n =
 // ε·c²·(X_t − x − h)·(1, σ) while d ≥ 0, and its torque about the centre of mass
-// (CPU: the terrain branch of `body_and_springs`). `y_lo`: what the body's y lacks
+// (CPU: the terrain branch of `body_kick`). `y_lo`: what the body's y lacks
 // (its low word in the compensated f32 kernel, else 0), added to u = y − y₀.
 fn point_contact_ground(ri: u32, body: vec3<real>, sc: vec2<real>, off: vec2<real>, y_lo: real) -> vec3<real> {
     let w = world(body, sc, off);

@@ -9,8 +9,9 @@
 //! alone a dynamically indexed one; intermediate vectors are `let` values the shader
 //! compiler allocates. docs/gpu.md gives the reasoning, `budget` checks the result.
 //!
-//! CPU twin of the step: `lanes::kernel::step` / `lanes::kernel::kick_leg` (one lane of it is
-//! `dkd::step`); the
+//! CPU twin of the step: `lanes::kernel::step` (one lane of it is `dkd::step`), stage for
+//! stage: each stage of `lanes::kernel::STEP_STAGES` has a generator function here of the
+//! same name, which marks its code `// @stage NAME` (tests/suite/stages.rs reads both). The
 //! Woodbury solve is the branch-free form: always three columns, the servo and friction
 //! columns scaled to zero when inactive, C = I + UᵀP⁻¹U by LDLᵀ, and
 //! v_new = P⁻¹(r − U y), so that only P⁻¹u₁ is a full vector.
