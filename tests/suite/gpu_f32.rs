@@ -8,10 +8,10 @@
 use crate::common;
 
 use common::validation::validation_points;
-use metachron::batch::run_batch;
+use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::metrics::Metrics;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 fn f32_context(test: &str) -> Option<GpuContext> {
     common::gpu::gpu_context(test)?;
@@ -76,7 +76,7 @@ fn misses(name: &str, g: &Metrics, c: &Metrics) -> (Vec<String>, [f64; 3]) {
 fn compare(ctx: &GpuContext, points: &[(String, RunConfig)]) -> Vec<String> {
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
     let gpu = GpuEngine::new(ctx).run(&cfgs).expect("f32 kernel runs");
-    let cpu: Vec<_> = run_batch(&cfgs, Backend::Cpu)
+    let cpu: Vec<_> = run_batch(&cfgs, &Engine::Cpu)
         .into_iter()
         .map(|r| r.expect("cpu runs"))
         .collect();
