@@ -158,3 +158,46 @@ fn f32_kernel_on_the_full_map() {
     let misses = compare(&ctx, &points);
     assert!(misses.is_empty(), "{}", misses.join("\n"));
 }
+
+/// Two GPU handles in one process each open the device their own options ask for (one
+/// f32, one f64), and a third, asking for an adapter that does not exist, reports that
+/// and runs its batch on the CPU engine, the notice kept on its own handle.
+#[test]
+fn gpu_handles_in_one_process_keep_their_own_options() {
+    use metachron::gpu::{Gpu, GpuError, Precision};
+    use metachron::simulate::Backend;
+    use std::sync::Arc;
+    let Some(ctx) = common::gpu::gpu_context("gpu_handles_in_one_process_keep_their_own_options")
+    else {
+        return;
+    };
+    let with = |precision| GpuOptions {
+        adapter: None,
+        precision,
+    };
+    let f32 = Gpu::new(with(PrecisionChoice::F32));
+    assert_eq!(f32.context().expect("f32 device").precision, Precision::F32);
+    if ctx.adapter.shader_f64 {
+        let f64 = Gpu::new(with(PrecisionChoice::F64));
+        assert_eq!(f64.context().expect("f64 device").precision, Precision::F64);
+    }
+    let missing = Arc::new(Gpu::new(GpuOptions {
+        adapter: Some("no such adapter".into()),
+        precision: PrecisionChoice::Auto,
+    }));
+    let err = missing.context().expect_err("no adapter of that name");
+    assert!(matches!(*err, GpuError::AdapterNotFound { .. }), "{err}");
+    let mut cfg = RunConfig::default();
+    cfg.params.t_final = 0.05;
+    let r = run_batch(&[cfg], &Engine::Gpu(Arc::clone(&missing)));
+    assert_eq!(r[0].as_ref().expect("runs").backend, Backend::Cpu);
+    let notices = missing.take_notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("GPU backend unavailable")),
+        "{notices:?}"
+    );
+    // The first handle still holds its own device.
+    assert_eq!(f32.context().expect("f32 device").precision, Precision::F32);
+}
