@@ -4,10 +4,10 @@
 //! docs/benchmarks.md.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::model::Robot;
 use metachron::params::Params;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 use std::hint::black_box;
 
 /// One evaluation of all accelerations (the right-hand side) of the paper's robot,
@@ -30,7 +30,7 @@ fn paper_5s(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("paper_run_5s", |b| {
         b.iter(|| {
-            let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
+            let r = run_point(&cfg, &Engine::Reference, false, |_| {}).unwrap();
             black_box(r.metrics.mean_lag)
         })
     });

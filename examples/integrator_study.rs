@@ -3,11 +3,11 @@
 //!
 //! `cargo run --release --example integrator_study`
 
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::integrate::dkd::{top_bending_frequency, DkdSettings};
 use metachron::integrate::esdirk::acceleration_jacobian;
 use metachron::model::Robot;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 use nalgebra::DMatrix;
 
 fn main() {
@@ -86,7 +86,7 @@ fn main() {
     // DKD-dc against the reference, paper's point, 3 s (window from 1.5 s).
     let mut short = cfg.clone();
     short.params.t_final = 3.0;
-    let reference = run_point(&short, Backend::Reference, false, |_| {})
+    let reference = run_point(&short, &Engine::Reference, false, |_| {})
         .unwrap()
         .metrics;
     println!("\nDKD-dc vs reference (paper, 3 s): h, |Δdisplacement|/disp, |Δmean_lag|, |Δwork|/work, max|V|/ℓ (ref {:.2e}), wall", reference.max_inextensibility);
@@ -96,7 +96,7 @@ fn main() {
             h: Some(h),
             ..DkdSettings::default()
         };
-        let r = run_point(&c, Backend::Cpu, false, |_| {}).unwrap();
+        let r = run_point(&c, &Engine::Cpu, false, |_| {}).unwrap();
         let m = &r.metrics;
         println!(
             "  {h:.1e}  {:<10} {:.2e}  {:.2e}  {:.2e}  {:.2e}  {:.2} s",

@@ -13,8 +13,8 @@
 //! leg 1 driven, alpha = beta = 50  reference   5.97e-8  0.460856 m | cpu   4.55e-8  0.460826 m
 //! ```
 
-use metachron::batch::run_point;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::batch::{run_point, Engine};
+use metachron::simulate::RunConfig;
 
 fn point(overrides: &[&str]) -> RunConfig {
     let mut cfg = RunConfig::default();
@@ -35,12 +35,12 @@ fn main() {
         ),
     ] {
         let mut line = format!("{name:<32}");
-        for backend in [Backend::Reference, Backend::Cpu] {
-            let r = run_point(&cfg, backend, false, |_| {}).expect("the run completes");
+        for backend in [Engine::Reference, Engine::Cpu] {
+            let r = run_point(&cfg, &backend, false, |_| {}).expect("the run completes");
             let m = &r.metrics;
             line.push_str(&format!(
                 " {} {:>9.2e} {:>9.6} m |",
-                backend.label(),
+                backend.backend().label(),
                 m.max_inextensibility,
                 m.displacement
             ));

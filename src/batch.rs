@@ -6,22 +6,71 @@
 //! own row and never stops the others. GPU faults degrade instead of losing work: a
 //! batch the device cannot run is split and retried smaller, and what still fails runs
 //! on the CPU engine with a notice; each result records the backend that produced it.
+//! The GPU is the caller's [`Gpu`] handle, named by [`Engine::Gpu`]: nothing here
+//! reaches for a device of its own.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::error::SolverError;
+use crate::gpu::Gpu;
 use crate::sample::Sample;
 use crate::simulate::{blank_unless_ok, run_serial, Backend, PointResult, RunConfig, SerialEngine};
 
-/// Run one point on `backend`. `keep_samples` keeps the time series in memory (it
+/// What runs points: the reference, the CPU batch engine, or the GPU of a handle (which
+/// keeps its options, its device once opened, and its notices).
+#[derive(Debug, Clone)]
+pub enum Engine {
+    Reference,
+    Cpu,
+    Gpu(Arc<Gpu>),
+}
+
+impl Engine {
+    /// The engine for `backend`, on `gpu` where that is the GPU.
+    pub fn new(backend: Backend, gpu: &Arc<Gpu>) -> Engine {
+        match backend {
+            Backend::Reference => Engine::Reference,
+            Backend::Cpu => Engine::Cpu,
+            Backend::Gpu => Engine::Gpu(Arc::clone(gpu)),
+        }
+    }
+
+    /// The backend this engine is (what a result that did not degrade records).
+    pub fn backend(&self) -> Backend {
+        match self {
+            Engine::Reference => Backend::Reference,
+            Engine::Cpu => Backend::Cpu,
+            Engine::Gpu(_) => Backend::Gpu,
+        }
+    }
+
+    /// The engine that produced a result reporting `backend`: this one, or the CPU
+    /// batch engine a GPU batch fell back to.
+    pub fn as_ran(&self, backend: Backend) -> Engine {
+        match backend {
+            Backend::Reference => Engine::Reference,
+            Backend::Cpu => Engine::Cpu,
+            Backend::Gpu => self.clone(),
+        }
+    }
+
+    /// The GPU handle, where this engine is the GPU.
+    pub fn gpu(&self) -> Option<&Gpu> {
+        match self {
+            Engine::Gpu(gpu) => Some(gpu),
+            _ => None,
+        }
+    }
+}
+
+/// Run one point on `engine`. `keep_samples` keeps the time series in memory (it
 /// grows with t_final / dt_out; stream with [`run_point_streaming`] instead);
 /// `on_progress` receives the simulated time reached.
 pub fn run_point(
     cfg: &RunConfig,
-    backend: Backend,
+    engine: &Engine,
     keep_samples: bool,
     mut on_progress: impl FnMut(f64),
 ) -> Result<PointResult, SolverError> {
@@ -31,55 +80,50 @@ pub fn run_point(
             samples.push(s.clone());
         }
     };
-    let mut r = run_point_streaming(cfg, backend, &mut keep, &mut on_progress)?;
+    let mut r = run_point_streaming(cfg, engine, &mut keep, &mut on_progress)?;
     r.samples = samples;
     Ok(r)
 }
 
-/// Run one point on `backend`, handing every output sample to `on_sample` as it is
+/// Run one point on `engine`, handing every output sample to `on_sample` as it is
 /// produced (the gpu backend keeps no time series: it calls `on_sample` never).
 pub fn run_point_streaming(
     cfg: &RunConfig,
-    backend: Backend,
+    engine: &Engine,
     on_sample: &mut dyn FnMut(&Sample),
     on_progress: &mut dyn FnMut(f64),
 ) -> Result<PointResult, SolverError> {
-    match backend {
-        Backend::Reference => run_serial(cfg, SerialEngine::Reference, on_sample, on_progress),
-        Backend::Cpu => run_serial(cfg, SerialEngine::Cpu, on_sample, on_progress),
-        Backend::Gpu => run_batch(std::slice::from_ref(cfg), Backend::Gpu)
+    match engine {
+        Engine::Reference => run_serial(cfg, SerialEngine::Reference, on_sample, on_progress),
+        Engine::Cpu => run_serial(cfg, SerialEngine::Cpu, on_sample, on_progress),
+        Engine::Gpu(_) => run_batch(std::slice::from_ref(cfg), engine)
             .pop()
             .unwrap_or_else(|| Err(SolverError::gpu("the device returned no result"))),
     }
 }
 
-/// What runs points on `backend`: the GPU's name, type, driver and precision (or why
+/// What runs points on `engine`: the GPU's name, type, driver and precision (or why
 /// there is none), or the CPU thread count.
-pub fn adapter_label(backend: Backend) -> String {
-    if backend == Backend::Gpu {
-        match crate::gpu::shared_context() {
-            Ok(ctx) => format!(
-                "gpu: {} ({}, {}, {})",
-                ctx.adapter.name,
-                ctx.adapter.device_type,
-                ctx.adapter.driver,
-                ctx.precision.label()
-            ),
-            Err(e) => format!("gpu unavailable ({e}): cpu fallback"),
-        }
-    } else {
-        format!("cpu: rayon, {} threads", rayon::current_num_threads())
+pub fn adapter_label(engine: &Engine) -> String {
+    match engine.gpu().map(Gpu::context) {
+        Some(Ok(ctx)) => format!(
+            "gpu: {} ({}, {}, {})",
+            ctx.adapter.name,
+            ctx.adapter.device_type,
+            ctx.adapter.driver,
+            ctx.precision.label()
+        ),
+        Some(Err(e)) => format!("gpu unavailable ({e}): cpu fallback"),
+        None => format!("cpu: rayon, {} threads", rayon::current_num_threads()),
     }
 }
 
-/// Most instances of the shapes `(n_legs, n_nodes)` one GPU call runs (capped at
+/// Most instances of the shapes `(n_legs, n_nodes)` one call on `gpu` runs (capped at
 /// 16384, or 256 on a software adapter, so that progress and resume keep a useful
 /// granularity); `None` without a GPU.
-pub fn gpu_batch_limit(shapes: impl Iterator<Item = (usize, usize)>) -> Option<usize> {
-    let (Ok(engine), Ok(ctx)) = (crate::gpu::shared_engine(), crate::gpu::shared_context()) else {
-        return None;
-    };
-    let cap = if ctx.adapter.device_type == "Cpu" {
+pub fn gpu_batch_limit(gpu: &Gpu, shapes: impl Iterator<Item = (usize, usize)>) -> Option<usize> {
+    let engine = gpu.engine().ok()?;
+    let cap = if engine.ctx.adapter.device_type == "Cpu" {
         256
     } else {
         16384
@@ -92,21 +136,17 @@ pub fn gpu_batch_limit(shapes: impl Iterator<Item = (usize, usize)>) -> Option<u
     )
 }
 
-/// Set once the GPU has failed on a single point: the rest of the process runs on the
-/// cpu engine (each row's `backend` says so).
-static GPU_ABANDONED: AtomicBool = AtomicBool::new(false);
-
-/// Run every configuration on `backend` (see the module notes for the GPU).
-pub fn run_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult, SolverError>> {
-    match backend {
-        Backend::Gpu if GPU_ABANDONED.load(Ordering::Relaxed) => run_cpu_batch(cfgs, Backend::Cpu),
-        Backend::Gpu => match crate::gpu::shared_engine() {
-            Ok(engine) => run_degrading(
+/// Run every configuration on `engine` (see the module notes for the GPU).
+pub fn run_batch(cfgs: &[RunConfig], engine: &Engine) -> Vec<Result<PointResult, SolverError>> {
+    match engine {
+        Engine::Gpu(gpu) if gpu.abandoned() => run_cpu_batch(cfgs, Backend::Cpu),
+        Engine::Gpu(gpu) => match gpu.engine() {
+            Ok(device) => run_degrading(
                 cfgs,
                 &mut |part| {
                     // A device fault that panics inside wgpu (validation, lost device)
                     // is a failure of this call, never of the sweep.
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.run(part)))
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.run(part)))
                         .unwrap_or_else(|_| {
                             Err(crate::gpu::GpuError::Execution(
                                 "the device failed (wgpu panicked)".into(),
@@ -116,19 +156,20 @@ pub fn run_batch(cfgs: &[RunConfig], backend: Backend) -> Vec<Result<PointResult
                 },
                 &mut |part| {
                     // A device that cannot run even one point is not asked again.
-                    GPU_ABANDONED.store(true, Ordering::Relaxed);
+                    gpu.abandon();
                     run_cpu_batch(part, Backend::Cpu)
                 },
+                &|m| gpu.notice(m),
             ),
             Err(reason) => {
-                notice_once(&format!(
+                gpu.notice(&format!(
                     "GPU backend unavailable ({reason}); running the CPU batch instead"
                 ));
                 run_cpu_batch(cfgs, Backend::Cpu)
             }
         },
-        Backend::Cpu => run_cpu_batch(cfgs, Backend::Cpu),
-        Backend::Reference => cfgs
+        Engine::Cpu => run_cpu_batch(cfgs, Backend::Cpu),
+        Engine::Reference => cfgs
             .par_iter()
             .map(|cfg| run_serial(cfg, SerialEngine::Reference, &mut |_| {}, &mut |_| {}))
             .collect(),
@@ -150,12 +191,13 @@ pub type DeviceRunner<'a> = dyn FnMut(&[RunConfig]) -> Result<Vec<PointResult>, 
 pub type FallbackRunner<'a> = dyn FnMut(&[RunConfig]) -> Vec<Result<PointResult, SolverError>> + 'a;
 
 /// Run `cfgs` on a device runner; a failing call is split in halves and retried, and
-/// a single point the device still cannot run goes to `fallback` (with a notice).
-/// Results come back in order; metrics of unfinished runs are NaN.
+/// a single point the device still cannot run goes to `fallback`; `notice` hears of
+/// each of these. Results come back in order; metrics of unfinished runs are NaN.
 pub fn run_degrading(
     cfgs: &[RunConfig],
     device: &mut DeviceRunner,
     fallback: &mut FallbackRunner,
+    notice: &dyn Fn(&str),
 ) -> Vec<Result<PointResult, SolverError>> {
     if cfgs.is_empty() {
         return Vec::new();
@@ -169,7 +211,7 @@ pub fn run_degrading(
             })
             .collect(),
         Ok(results) => {
-            notice_once(&format!(
+            notice(&format!(
                 "the GPU returned {} results for {} points; running them on the cpu engine",
                 results.len(),
                 cfgs.len()
@@ -177,53 +219,20 @@ pub fn run_degrading(
             fallback(cfgs)
         }
         Err(e) if cfgs.len() > 1 => {
-            notice_once(&format!(
+            notice(&format!(
                 "GPU batch of {} points failed ({e}); splitting it and retrying smaller",
                 cfgs.len()
             ));
             let (a, b) = cfgs.split_at(cfgs.len() / 2);
-            let mut out = run_degrading(a, device, fallback);
-            out.extend(run_degrading(b, device, fallback));
+            let mut out = run_degrading(a, device, fallback, notice);
+            out.extend(run_degrading(b, device, fallback, notice));
             out
         }
         Err(e) => {
-            notice_once(&format!(
+            notice(&format!(
                 "the GPU cannot run a single point ({e}); running such points on the cpu engine"
             ));
             fallback(cfgs)
         }
-    }
-}
-
-/// Where the engine's notices go (a GPU that is unavailable, or a batch that degrades to
-/// the CPU engine): the library says what it has to say, its caller (the command line)
-/// prints it. Without a sink the notices are kept for [`take_notices`].
-static NOTICE_SINK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
-static KEPT_NOTICES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// Hand every later notice to `sink` as it happens (the first sink set stays).
-pub fn set_notice_sink(sink: fn(&str)) {
-    let _ = NOTICE_SINK.set(sink);
-}
-
-/// The notices given while no sink was set, oldest first (and forget them).
-pub fn take_notices() -> Vec<String> {
-    std::mem::take(&mut *KEPT_NOTICES.lock().unwrap_or_else(|p| p.into_inner()))
-}
-
-/// Give a notice once per process (a sweep would repeat it for every chunk).
-fn notice_once(message: &str) {
-    static SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let key: String = message.chars().take(40).collect();
-    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
-    if !seen.contains(&key) {
-        match NOTICE_SINK.get() {
-            Some(sink) => sink(message),
-            None => KEPT_NOTICES
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(message.to_string()),
-        }
-        seen.push(key);
     }
 }

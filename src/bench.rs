@@ -5,12 +5,12 @@
 
 use std::time::Instant;
 
-use crate::batch::run_batch;
+use crate::batch::{run_batch, Engine};
 use crate::cpu_engine::run_batch_on;
 use crate::gpu::{self, GpuContext, GpuEngine, GpuOptions, Precision, PrecisionChoice};
 use crate::integrate::lanes::Isa;
 use crate::params::Params;
-use crate::simulate::{Backend, RunConfig};
+use crate::simulate::RunConfig;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -134,7 +134,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
         let tr = plan.reference_t_final;
         let cfgs = workload(&plan.robot, 1, tr);
         let wall = timed(|| {
-            run_batch(&cfgs, Backend::Reference);
+            run_batch(&cfgs, &Engine::Reference);
         });
         let mut r = row("reference", "", "f64", 1, 1, wall);
         r.t_final = tr;

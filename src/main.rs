@@ -79,7 +79,6 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    metachron::batch::set_notice_sink(|m| eprintln!("warning: {m}"));
     let result = cli::pipe::guard(|| run(cli.command));
     match result {
         Ok(code) => code,

@@ -2,14 +2,17 @@
 //! `metachron devices` (the adapters, or the generated kernel of a shape).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
+use metachron::batch::Engine;
 use metachron::gpu::layout::KernelShape;
-use metachron::gpu::{self, shader, GpuOptions, Precision, PrecisionChoice};
+use metachron::gpu::{self, shader, Gpu, GpuOptions, Precision, PrecisionChoice};
 use metachron::model::terrain::HARMONICS;
 use metachron::params::Range;
+use metachron::simulate::Backend;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct GpuArgs {
@@ -25,9 +28,26 @@ pub struct GpuArgs {
 }
 
 impl GpuArgs {
-    /// Make these the process's GPU options (before any GPU use). Environment variables
-    /// METACHRON_ADAPTER / METACHRON_GPU_PRECISION fill what the flags leave open.
-    pub fn apply(&self) -> Result<()> {
+    /// The engine for `backend`: on the GPU, the handle these flags choose (see
+    /// [`GpuArgs::open`]); elsewhere these flags are refused.
+    pub fn engine(&self, backend: Backend) -> Result<Engine> {
+        if backend == Backend::Gpu {
+            return Ok(Engine::Gpu(self.open()?));
+        }
+        anyhow::ensure!(
+            !self.any_given(),
+            "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
+        );
+        Ok(match backend {
+            Backend::Reference => Engine::Reference,
+            Backend::Cpu | Backend::Gpu => Engine::Cpu,
+        })
+    }
+
+    /// The GPU these flags choose, opened on first use, its notices printed as
+    /// warnings. Environment variables METACHRON_ADAPTER / METACHRON_GPU_PRECISION fill
+    /// what the flags leave open.
+    pub fn open(&self) -> Result<Arc<Gpu>> {
         let env = GpuOptions::from_env()?;
         let opts = GpuOptions {
             adapter: self.adapter.clone().or(env.adapter),
@@ -38,14 +58,16 @@ impl GpuArgs {
             },
         };
         let explicit = opts.adapter.clone();
-        gpu::configure(opts);
+        let handle = Gpu::new(opts).with_notice_sink(|m| eprintln!("warning: {m}"));
         quiet_window_system();
         // Only `--backend gpu` alone may fall back to the CPU; an adapter asked for by
         // name that cannot be opened is the user's mistake, not a reason to run elsewhere.
         if let Some(name) = explicit {
-            gpu::shared_context().with_context(|| format!("--adapter {name}"))?;
+            handle
+                .context()
+                .with_context(|| format!("--adapter {name}"))?;
         }
-        Ok(())
+        Ok(Arc::new(handle))
     }
 
     /// True when a flag (not the environment) asked for something GPU-specific.

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use metachron::batch::Engine;
 use metachron::dataset::schema::META_REPLAY_OF;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::simulate::{Backend, PointResult};
@@ -68,7 +69,13 @@ pub fn execute_replay(
     outputs: OutputArgs,
     print: bool,
 ) -> Result<(PointResult, Vec<Difference>)> {
-    let mut plan = plan_outputs(replay.cfg.clone(), replay.backend, outputs)?;
+    // A replay runs on the CPU side: a gpu row replays on the cpu engine, its twin, and
+    // `--backend gpu` is refused (the gpu keeps no time series).
+    let engine = match replay.backend {
+        Backend::Reference => Engine::Reference,
+        Backend::Cpu | Backend::Gpu => Engine::Cpu,
+    };
+    let mut plan = plan_outputs(replay.cfg.clone(), engine, outputs)?;
     plan.print = print;
     plan.extra_metadata.push((
         META_REPLAY_OF.into(),

@@ -7,10 +7,11 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use metachron::batch::run_point_streaming;
+use metachron::batch::{run_point_streaming, Engine};
 use metachron::dataset::schema::{
     META_ADAPTER, META_BACKEND, META_METRICS_SETTINGS, META_PARAMS, META_SOLVER_STATS, META_VERSION,
 };
+use metachron::gpu::Gpu;
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::output::animate::{self, AnimationSettings, Animator};
@@ -98,7 +99,8 @@ pub struct OutputArgs {
 /// The checked plan of a run and its outputs (`simulate`, `replay`).
 pub(super) struct Plan {
     pub cfg: RunConfig,
-    pub backend: Backend,
+    /// What runs it (the GPU's handle where it is the GPU).
+    pub engine: Engine,
     pub out: Option<PathBuf>,
     pub metrics: Option<PathBuf>,
     pub snapshots: Option<PathBuf>,
@@ -146,22 +148,16 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     if a.until_settled.is_some() {
         a.backend.continues().context("--until-settled")?;
     }
-    if a.backend == Backend::Gpu {
-        a.gpu.apply()?;
-    } else {
-        anyhow::ensure!(
-            !a.gpu.any_given(),
-            "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
-        );
-    }
+    let engine = a.gpu.engine(a.backend)?;
     let estimate = check_cost(&cfg, a.backend, &a.estimate)?;
-    let mut plan = plan_outputs(cfg, a.backend, a.outputs)?;
+    let mut plan = plan_outputs(cfg, engine, a.outputs)?;
     plan.estimate = Some(estimate);
     Ok(plan)
 }
 
 /// Check what a run of `cfg` on `backend` is asked to write.
-pub(super) fn plan_outputs(cfg: RunConfig, backend: Backend, o: OutputArgs) -> Result<Plan> {
+pub(super) fn plan_outputs(cfg: RunConfig, engine: Engine, o: OutputArgs) -> Result<Plan> {
+    let backend = engine.backend();
     if backend == Backend::Gpu {
         anyhow::ensure!(
             o.out.is_none() && o.snapshots.is_none() && o.animate.is_none(),
@@ -189,7 +185,7 @@ pub(super) fn plan_outputs(cfg: RunConfig, backend: Backend, o: OutputArgs) -> R
     };
     Ok(Plan {
         cfg,
-        backend,
+        engine,
         out: o.out,
         metrics: o.metrics,
         snapshots: o.snapshots,
@@ -229,7 +225,10 @@ fn run_metadata(plan: &Plan) -> Vec<(String, String)> {
         (META_PARAMS.into(), cfg.params.to_toml_string()),
     ]
     .into_iter()
-    .chain(metachron::simulate::scheme_metadata(cfg, plan.backend))
+    .chain(metachron::simulate::scheme_metadata(
+        cfg,
+        plan.engine.backend(),
+    ))
     .collect()
 }
 
@@ -239,7 +238,7 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
     vec![
         (META_VERSION.into(), metachron::VERSION.into()),
         (META_BACKEND.into(), result.backend.label().into()),
-        (META_ADAPTER.into(), adapter_label(result)),
+        (META_ADAPTER.into(), adapter_label(plan, result)),
         (
             META_SOLVER_STATS.into(),
             toml::to_string(&result.stats).unwrap_or_default(),
@@ -351,7 +350,7 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
         }
     };
     let mut shown = 0u64;
-    if plan.backend == Backend::Gpu {
+    if plan.engine.backend() == Backend::Gpu {
         bar.set_message("(on the device)");
     }
     let mut on_progress = |t: f64| {
@@ -362,7 +361,7 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
             bar.set_message(format!("{t:.2}"));
         }
     };
-    let mut result = run_point_streaming(cfg, plan.backend, &mut on_sample, &mut on_progress)?;
+    let mut result = run_point_streaming(cfg, &plan.engine, &mut on_sample, &mut on_progress)?;
     result.samples = samples;
     bar.finish_and_clear();
     if let Some(e) = write_error {
@@ -380,7 +379,7 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
     if let (Some(w), Some(path)) = (series, &plan.out) {
         let end_meta = vec![
             (META_BACKEND.to_string(), result.backend.label().to_string()),
-            (META_ADAPTER.into(), adapter_label(&result)),
+            (META_ADAPTER.into(), adapter_label(plan, &result)),
             (
                 META_SOLVER_STATS.into(),
                 toml::to_string(&result.stats).unwrap_or_default(),
@@ -433,13 +432,13 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
 
 /// "adapter name, f64" for GPU results, empty otherwise. Only a GPU result asks for the
 /// context: opening it creates a Vulkan instance, which cpu and reference runs must not.
-fn adapter_label(r: &PointResult) -> String {
+fn adapter_label(plan: &Plan, r: &PointResult) -> String {
     if r.backend != Backend::Gpu {
         return String::new();
     }
-    match metachron::gpu::shared_context() {
-        Ok(ctx) => format!("{}, {}", ctx.adapter.name, ctx.precision.label()),
-        Err(_) => String::new(),
+    match plan.engine.gpu().map(Gpu::context) {
+        Some(Ok(ctx)) => format!("{}, {}", ctx.adapter.name, ctx.precision.label()),
+        _ => String::new(),
     }
 }
 
@@ -452,7 +451,7 @@ fn print_summary(plan: &Plan, r: &PointResult) {
         metachron::VERSION,
         r.backend.label(),
         match r.backend {
-            Backend::Gpu => format!(" ({})", adapter_label(r)),
+            Backend::Gpu => format!(" ({})", adapter_label(plan, r)),
             _ => String::new(),
         },
         plan.cfg.params.n_legs,

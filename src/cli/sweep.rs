@@ -94,26 +94,13 @@ fn warn_outliers(points: &[&PlannedPoint], costs: &[f64]) {
     );
 }
 
-/// --adapter and --gpu-precision, applied when the sweep runs on the GPU (and refused
-/// otherwise).
-fn apply_gpu(a: &SweepArgs) -> Result<()> {
-    if a.backend == Backend::Gpu {
-        a.gpu.apply()?;
-    } else {
-        anyhow::ensure!(
-            !a.gpu.any_given(),
-            "--adapter and --gpu-precision choose the GPU; they need --backend gpu"
-        );
-    }
-    Ok(())
-}
-
-/// The sweep's arguments as the library takes them.
+/// The sweep's arguments as the library takes them (--adapter and --gpu-precision
+/// choose the GPU when the sweep runs on it, and are refused otherwise).
 fn request(a: &SweepArgs) -> Result<Request> {
     Ok(Request {
         file: a.file.clone(),
         out: a.out.clone(),
-        backend: a.backend,
+        engine: a.gpu.engine(a.backend)?,
         batch: a.batch,
         resume: a.resume,
         shard: shard_of(a)?,
@@ -192,7 +179,7 @@ fn print_plan(a: &SweepArgs, spec: &SweepSpec, work: &Work, opts: &RunOptions) {
         work.pending.len(),
         opts.batch,
         a.backend.label(),
-        metachron::sweep::record::adapter_label(a.backend),
+        metachron::sweep::record::adapter_label(&opts.engine),
     );
 }
 
@@ -335,7 +322,6 @@ fn print_ran(summary: &run::RunSummary, opts: &RunOptions) {
 /// `metachron sweep`: plan the shard, show what it will cost, run what is pending
 /// (or hand refined sweeps to the atlas), then optionally check points on the reference.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
-    apply_gpu(&a)?;
     let Setup {
         spec,
         plan,

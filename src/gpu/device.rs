@@ -1,9 +1,7 @@
 //! Adapter discovery and device creation, apart from any computation: the engine
 //! takes a [`GpuContext`], tests make their own.
 
-use std::sync::OnceLock;
-
-use super::{GpuError, GpuUnavailable, Precision, PrecisionChoice};
+use super::{GpuError, Precision, PrecisionChoice};
 
 /// How to pick the adapter and the precision.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -73,7 +71,9 @@ fn rank(t: wgpu::DeviceType) -> u8 {
     }
 }
 
-/// An open device and what the engine needs to know about it.
+/// An open device and what the engine needs to know about it. Cloning it shares the
+/// device (wgpu's handles are reference-counted).
+#[derive(Clone)]
 pub struct GpuContext {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
@@ -219,29 +219,6 @@ impl GpuOptions {
         };
         Ok(GpuOptions { adapter, precision })
     }
-}
-
-static OPTIONS: OnceLock<GpuOptions> = OnceLock::new();
-static SHARED: OnceLock<Result<GpuContext, GpuUnavailable>> = OnceLock::new();
-
-/// Set the process's adapter and precision choice (the CLI's --adapter and
-/// --gpu-precision) before the first GPU use; false when it is too late.
-pub fn configure(opts: GpuOptions) -> bool {
-    OPTIONS.set(opts).is_ok() && SHARED.get().is_none()
-}
-
-/// The process-wide context, opened on first use (one process talks to one adapter).
-pub fn shared_context() -> Result<&'static GpuContext, GpuUnavailable> {
-    SHARED
-        .get_or_init(|| {
-            let opts = match OPTIONS.get() {
-                Some(o) => o.clone(),
-                None => GpuOptions::from_env()?,
-            };
-            Ok(GpuContext::new(&opts)?)
-        })
-        .as_ref()
-        .map_err(|e| e.clone())
 }
 
 #[cfg(test)]

@@ -84,8 +84,8 @@ struct Dispatch<'a> {
 }
 
 /// A compiled pipeline per kernel shape (the precision is the context's).
-pub struct GpuEngine<'a> {
-    pub ctx: &'a GpuContext,
+pub struct GpuEngine {
+    pub ctx: GpuContext,
     /// Override of the steps per dispatch (default: by adapter, see
     /// [`GpuEngine::steps_per_dispatch`]).
     pub steps_per_dispatch: Option<u32>,
@@ -229,10 +229,11 @@ fn from_reals(bytes: &[u8], precision: Precision) -> Vec<f64> {
     }
 }
 
-impl<'a> GpuEngine<'a> {
-    pub fn new(ctx: &'a GpuContext) -> Self {
+impl GpuEngine {
+    /// An engine on `ctx` (a cheap handle: wgpu's device and queue are shared).
+    pub fn new(ctx: &GpuContext) -> Self {
         GpuEngine {
-            ctx,
+            ctx: ctx.clone(),
             steps_per_dispatch: None,
             pipelines: Mutex::new(HashMap::new()),
         }
@@ -785,15 +786,6 @@ fn finish_instance(
         wall_seconds: wall,
         backend: Backend::Gpu,
     }
-}
-
-static SHARED_ENGINE: std::sync::OnceLock<GpuEngine<'static>> = std::sync::OnceLock::new();
-
-/// The process-wide engine on the shared context: its pipelines are built once and
-/// reused by every later batch (a sweep runs many).
-pub fn shared_engine() -> Result<&'static GpuEngine<'static>, super::GpuUnavailable> {
-    let ctx = super::device::shared_context()?;
-    Ok(SHARED_ENGINE.get_or_init(|| GpuEngine::new(ctx)))
 }
 
 /// Run `cfgs` on an engine; any device failure fails every instance of the call (and

@@ -3,7 +3,8 @@
 //! metrics read back.
 //!
 //! [`device`] finds and opens an adapter (kept apart from the computation so tests can
-//! bring their own); [`instance`] (per-instance constants, from the parameter table),
+//! bring their own); [`handle`] is the [`Gpu`] a caller passes down: its options, and the
+//! device and engine opened from them on first use; [`instance`] (per-instance constants, from the parameter table),
 //! [`tally`] (state slots and metric running sums) and [`layout`] define what host and
 //! shader share; [`kernel`] generates the leg-parallel entry point, [`shader`] assembles
 //! and validates the WGSL, [`budget`] reads naga's IR for the static resource budgets;
@@ -12,6 +13,7 @@
 pub mod budget;
 pub mod device;
 pub mod engine;
+pub mod handle;
 pub mod instance;
 pub mod kernel;
 pub mod layout;
@@ -19,10 +21,9 @@ pub mod point_budget;
 pub mod shader;
 pub mod tally;
 
-pub use device::{
-    configure, list_adapters, shared_context, AdapterSummary, GpuContext, GpuOptions,
-};
-pub use engine::{run_gpu_batch, shared_engine, GpuEngine};
+pub use device::{list_adapters, AdapterSummary, GpuContext, GpuOptions};
+pub use engine::{run_gpu_batch, GpuEngine};
+pub use handle::{Gpu, NoticeSink};
 
 /// Floating-point type of the shader's `real`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -75,6 +76,6 @@ pub enum GpuError {
     },
 }
 
-/// Why the GPU cannot be used, kept to be reported by every later use (one process
-/// opens its device once).
+/// Why the GPU cannot be used, kept to be reported by every later use (a [`Gpu`] opens
+/// its device once).
 pub type GpuUnavailable = std::sync::Arc<GpuError>;

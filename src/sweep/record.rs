@@ -2,6 +2,7 @@
 //! version, backend, adapter, the scheme that ran with its settings, and the
 //! classification thresholds.
 
+use crate::batch::Engine;
 use crate::dataset::schema as k;
 use crate::dataset::Shard;
 use crate::simulate::Backend;
@@ -19,19 +20,20 @@ pub fn scheme_label(spec: &SweepSpec, backend: Backend) -> String {
 
 /// What ran the points: the backend and its adapter (the GPU's name, type and
 /// precision; the thread count on the CPU).
-pub fn adapter_label(backend: Backend) -> String {
-    crate::batch::adapter_label(backend)
+pub fn adapter_label(engine: &Engine) -> String {
+    crate::batch::adapter_label(engine)
 }
 
 /// File metadata of a part: the sweep file, version, dataset format, backend, adapter,
 /// the scheme that ran with its settings, and classification thresholds.
 pub fn part_metadata(
     spec: &SweepSpec,
-    backend: Backend,
+    engine: &Engine,
     shard: Shard,
     chunk_wall_seconds: f64,
 ) -> Vec<(String, String)> {
     let cfg = &spec.config;
+    let backend = engine.backend();
     [
         (k::META_VERSION, crate::VERSION.to_string()),
         (k::META_FORMAT, k::FORMAT_VERSION.to_string()),
@@ -42,7 +44,7 @@ pub fn part_metadata(
         (k::META_POINTS, spec.point_count().to_string()),
         (k::META_SHARD, shard.to_string()),
         (k::META_BACKEND, backend.label().into()),
-        (k::META_ADAPTER, adapter_label(backend)),
+        (k::META_ADAPTER, adapter_label(engine)),
         (k::META_METRICS_SETTINGS, ser(&cfg.metrics)),
         (k::META_THRESHOLDS, ser(&cfg.metrics.thresholds)),
         (k::META_CHUNK_WALL, format!("{chunk_wall_seconds:.3}")),

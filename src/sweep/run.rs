@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::batch::run_batch;
+use crate::batch::{run_batch, Engine};
 use crate::dataset::manifest::{self, Manifest};
 use crate::dataset::schema::{self, COL_POINT_ID, FORMAT_VERSION};
 use crate::dataset::tree::{self, Stray};
@@ -22,7 +22,8 @@ use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub out: PathBuf,
-    pub backend: Backend,
+    /// What runs the points (the GPU's handle where it is the GPU).
+    pub engine: Engine,
     /// Points per chunk (= per part file and per `run_batch` call).
     pub batch: usize,
     pub resume: bool,
@@ -50,13 +51,14 @@ pub struct Work<'a> {
 /// count on the slow reference; on a GPU as many instances as the device holds for
 /// every shape in `points` (capped at 16384, or 256 on a software adapter, so that
 /// progress and resume keep a useful granularity).
-pub fn default_batch(backend: Backend, points: &[&PlannedPoint]) -> usize {
+pub fn default_batch(engine: &Engine, points: &[&PlannedPoint]) -> usize {
     let threads = rayon::current_num_threads().max(1);
-    if backend == Backend::Gpu {
+    let backend = engine.backend();
+    if let Some(gpu) = engine.gpu() {
         let shapes = points
             .iter()
             .map(|p| (p.cfg.params.n_legs, p.cfg.params.n_nodes));
-        if let Some(limit) = crate::batch::gpu_batch_limit(shapes) {
+        if let Some(limit) = crate::batch::gpu_batch_limit(gpu, shapes) {
             return limit;
         }
     }
@@ -100,7 +102,7 @@ pub fn writer_manifest(spec: &SweepSpec, opts: &RunOptions) -> Manifest {
         sweep_file: spec.file.clone(),
         sweep: spec.text.clone(),
         shards: opts.shard.count,
-        backend: opts.backend.label().to_string(),
+        backend: opts.engine.backend().label().to_string(),
         written_by: crate::VERSION.to_string(),
         created: crate::sweep::lock::utc_now(),
     }
@@ -318,7 +320,7 @@ pub fn run(
     mut on_chunk: impl FnMut(usize),
 ) -> Result<RunSummary, SweepError> {
     let start = Instant::now();
-    let scheme = record::scheme_label(spec, opts.backend);
+    let scheme = record::scheme_label(spec, opts.engine.backend());
     let mut s = RunSummary::default();
     for chunk in pending.chunks(opts.batch.max(1)) {
         if opts
@@ -330,17 +332,18 @@ pub fn run(
         }
         let t0 = Instant::now();
         let cfgs: Vec<RunConfig> = chunk.iter().map(|p| p.cfg.clone()).collect();
-        let results = run_batch(&cfgs, opts.backend);
+        let results = run_batch(&cfgs, &opts.engine);
         s.not_ok += results
             .iter()
             .filter(|r| !r.as_ref().is_ok_and(|r| r.metrics.status.is_ok()))
             .count();
-        let batch = part::chunk_batch(chunk, &results, opts.backend, &scheme)?;
+        let batch = part::chunk_batch(chunk, &results, opts.engine.backend(), &scheme)?;
         let used = results
             .iter()
             .find_map(|r| r.as_ref().ok().map(|r| r.backend))
-            .unwrap_or(opts.backend);
-        let mut meta = record::part_metadata(spec, used, opts.shard, t0.elapsed().as_secs_f64());
+            .unwrap_or(opts.engine.backend());
+        let ran = opts.engine.as_ran(used);
+        let mut meta = record::part_metadata(spec, &ran, opts.shard, t0.elapsed().as_secs_f64());
         meta.extend(part::integrity_metadata(&batch)?);
         let path = schema::part_path(&opts.out, opts.shard, chunk[0].point_id);
         part::write_part(&path, &batch, &meta)?;
@@ -405,7 +408,7 @@ pub fn validate(
         .iter()
         .map(|p| single_run_to(&p.cfg, t_run_of(p)))
         .collect();
-    let refs = run_batch(&cfgs, Backend::Reference);
+    let refs = run_batch(&cfgs, &Engine::Reference);
 
     let text = |name: &str, row: usize| match ds.column(name) {
         Some(Column::Text(v)) => v[row].clone(),

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use crate::batch::Engine;
 use crate::cost::{enforce, Estimate, Estimator, Mode, MEASURED};
-use crate::simulate::Backend;
 use crate::sweep::run::{self, RunOptions};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
@@ -16,7 +16,8 @@ pub struct Request {
     pub file: PathBuf,
     /// The dataset's directory (none: only for a dry run).
     pub out: Option<PathBuf>,
-    pub backend: Backend,
+    /// What runs the points (the GPU's handle where it is the GPU).
+    pub engine: Engine,
     /// Points per chunk (none: the backend's default).
     pub batch: Option<usize>,
     pub resume: bool,
@@ -71,7 +72,7 @@ fn load_spec(req: &Request) -> Result<SweepSpec, SweepError> {
         }
         spec.config.point_timeout = Some(t);
     }
-    run::apply_until_settled(&mut spec, req.until_settled, req.backend)?;
+    run::apply_until_settled(&mut spec, req.until_settled, req.engine.backend())?;
     Ok(spec)
 }
 
@@ -80,7 +81,7 @@ fn run_options(req: &Request, plan: &Plan) -> Result<RunOptions, SweepError> {
     let batch = match req.batch {
         Some(0) => return Err(arg("--batch 0: allowed is an integer >= 1".into())),
         Some(b) => b,
-        None => run::default_batch(req.backend, &plan.shard(req.shard)),
+        None => run::default_batch(&req.engine, &plan.shard(req.shard)),
     };
     let out = match (&req.out, req.dry_run) {
         (Some(o), _) => o.clone(),
@@ -89,7 +90,7 @@ fn run_options(req: &Request, plan: &Plan) -> Result<RunOptions, SweepError> {
     };
     Ok(RunOptions {
         out,
-        backend: req.backend,
+        engine: req.engine.clone(),
         batch,
         resume: req.resume || (req.dry_run && req.out.is_some()),
         shard: req.shard,
@@ -117,7 +118,7 @@ fn estimate_points(
             )
         };
         let e = estimator
-            .estimate(&p.cfg, req.backend, Mode::Batch, &MEASURED)
+            .estimate(&p.cfg, req.engine.backend(), Mode::Batch, &MEASURED)
             .map_err(|source| SweepError::Estimate {
                 point: what(),
                 source,

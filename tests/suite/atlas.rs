@@ -13,11 +13,11 @@ use crate::common::sweep::checked;
 use common::scratch;
 use common::sweep::opts;
 use common::sweep::REFINED;
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::dataset::{rows, schema, tree, Column, Rows};
 use metachron::metrics::Class;
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 use metachron::sweep::atlas::{run_adaptive, run_refined, AdaptiveOutcome, RefineOutcome};
 use metachron::sweep::run::{self, RunOptions};
 use metachron::sweep::summary::{summarize, wilson, Z95};
@@ -62,7 +62,7 @@ fn a_robot_without_servos_is_still() {
     let mut cfg = RunConfig::default();
     cfg.params.t_final = 20.0;
     cfg.params.actuated = vec![false; 9];
-    let r = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Cpu, false, |_| {}).unwrap();
     assert!(r.metrics.status.is_ok());
     assert!(
         r.metrics.leg_frequency.iter().all(|f| f.abs() < 0.01),
@@ -72,7 +72,7 @@ fn a_robot_without_servos_is_still() {
     assert_eq!(r.metrics.class, Class::Still);
     // Driven, the same robot turns its legs and is not still.
     cfg.params.actuated = vec![true; 9];
-    let r = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Cpu, false, |_| {}).unwrap();
     assert_ne!(r.metrics.class, Class::Still);
     assert!(r.metrics.settled.is_some());
     assert_eq!(r.metrics.t_run, 20.0);

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::validation::disagreements_within;
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::integrate::events::{DenseStep, Switching};
 use metachron::model::contact::gap;
 use metachron::model::{ContactMode, Robot};
@@ -13,7 +13,7 @@ use metachron::params::Params;
 use metachron::reference::{run_reference, ReferenceSettings};
 use metachron::sample::SolverFailure;
 use metachron::sample::{Deadline, Sample, SampleTimes};
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 /// A free fall of leg 3's tip from X_t − d (quadratic in t, which the step's cubic
 /// Hermite interpolant reproduces exactly) and a body turning at a constant rate.
@@ -142,14 +142,14 @@ fn grazing_point() -> RunConfig {
 #[test]
 fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
     let cfg = grazing_point();
-    let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Reference, false, |_| {}).unwrap();
     assert!(r.metrics.status.is_ok(), "{:?}", r.metrics.status);
     assert!(
         r.stats.contact_events > 100,
         "{} events",
         r.stats.contact_events
     );
-    let c = run_point(&cfg, Backend::Cpu, false, |_| {}).unwrap();
+    let c = run_point(&cfg, &Engine::Cpu, false, |_| {}).unwrap();
     // Walking metrics to 5e-3 and phase-like ones to 3e-3: the grazing makes them
     // sensitive beyond the scheme's error (cpu mean speed at h = 2.38e-4, 2e-4, 1.2e-4,
     // 6e-5: 0.137991, 0.138432, 0.138015, 0.137896 m/s, reference 0.138312; min PLV at
@@ -168,7 +168,7 @@ fn soft_legs_still_fail_and_say_why() {
     let mut cfg = RunConfig::default();
     cfg.params.k_m = 5.0;
     cfg.params.t_final = 5.0;
-    let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Reference, false, |_| {}).unwrap();
     let s = r.metrics.status;
     assert_eq!(s.failure(), Some(SolverFailure::Stalled), "{s:?}");
     assert!(s.time() > 4.0 && s.time() < 4.7, "{s:?}");

@@ -7,10 +7,11 @@ use crate::common;
 
 use common::energy::run_without_dissipation;
 use common::validation::{assert_lanes_independent, disagreements, point, run_engines};
+use metachron::batch::Engine;
 use metachron::model::axoneme::{couple_energy, couple_force, phase, CoupleMatrices};
 use metachron::model::Robot;
 use metachron::params::Params;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 /// A bent, stretched, slanted leg state (every curvature term non-zero).
 fn bent_leg(robot: &Robot) -> Vec<f64> {
@@ -211,7 +212,7 @@ fn the_paper_run_is_unchanged_by_the_default_couple() {
     use metachron::batch::run_point;
     let recorded = [
         (
-            Backend::Cpu,
+            Engine::Cpu,
             10.0,
             [
                 0.9982917853121579,
@@ -229,7 +230,7 @@ fn the_paper_run_is_unchanged_by_the_default_couple() {
             ],
         ),
         (
-            Backend::Reference,
+            Engine::Reference,
             2.0,
             [
                 0.9999240934654264,
@@ -264,7 +265,7 @@ fn the_paper_run_is_unchanged_by_the_default_couple() {
     for (backend, t_final, want) in recorded {
         let mut cfg = RunConfig::default();
         cfg.params.t_final = t_final;
-        let r = run_point(&cfg, backend, false, |_| {}).expect("runs");
+        let r = run_point(&cfg, &backend, false, |_| {}).expect("runs");
         let m = &r.metrics;
         assert_eq!(m.work_axo, 0.0);
         let cols = metachron::metrics::METRIC_COLUMNS;

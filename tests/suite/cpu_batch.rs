@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::validation::validation_points;
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::cpu_engine::run_batch_on;
 use metachron::integrate::dkd::{self, DkdSettings};
 use metachron::integrate::lanes::kernel::{BlockState, Scratch};
@@ -14,7 +14,7 @@ use metachron::integrate::lanes::model::BlockModel;
 use metachron::integrate::lanes::Isa;
 use metachron::integrate::record::InstanceRecord;
 use metachron::model::Robot;
-use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::simulate::{PointResult, RunConfig};
 
 fn short_points(t_final: f64) -> Vec<RunConfig> {
     let mut cfgs: Vec<RunConfig> = validation_points().into_iter().map(|(_, c)| c).collect();
@@ -40,7 +40,7 @@ fn every_lane_width_agrees_with_the_solo_path() {
     let cfgs = short_points(0.5);
     let solo: Vec<PointResult> = cfgs
         .iter()
-        .map(|c| run_point(c, Backend::Cpu, false, |_| {}).unwrap())
+        .map(|c| run_point(c, &Engine::Cpu, false, |_| {}).unwrap())
         .collect();
     for isa in isas() {
         let batch = run_batch_on(isa, &cfgs);

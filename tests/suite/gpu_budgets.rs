@@ -6,10 +6,10 @@
 
 use crate::common;
 
-use metachron::batch::run_batch;
+use metachron::batch::{run_batch, Engine};
 use metachron::gpu::GpuEngine;
 use metachron::sample::Status;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 fn small(t_final: f64) -> RunConfig {
     let mut c = RunConfig::default();
@@ -33,7 +33,7 @@ fn a_step_budget_stops_one_instance_where_the_cpu_engine_stops_it() {
     let batch = engine
         .run(&[free.clone(), capped.clone()])
         .expect("gpu batch");
-    let cpu = run_batch(std::slice::from_ref(&capped), Backend::Cpu)
+    let cpu = run_batch(std::slice::from_ref(&capped), &Engine::Cpu)
         .remove(0)
         .expect("cpu run");
     let got = &batch[1];

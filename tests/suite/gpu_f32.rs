@@ -8,10 +8,10 @@
 use crate::common;
 
 use common::validation::validation_points;
-use metachron::batch::run_batch;
+use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::metrics::Metrics;
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 fn f32_context(test: &str) -> Option<GpuContext> {
     common::gpu::gpu_context(test)?;
@@ -76,7 +76,7 @@ fn misses(name: &str, g: &Metrics, c: &Metrics) -> (Vec<String>, [f64; 3]) {
 fn compare(ctx: &GpuContext, points: &[(String, RunConfig)]) -> Vec<String> {
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
     let gpu = GpuEngine::new(ctx).run(&cfgs).expect("f32 kernel runs");
-    let cpu: Vec<_> = run_batch(&cfgs, Backend::Cpu)
+    let cpu: Vec<_> = run_batch(&cfgs, &Engine::Cpu)
         .into_iter()
         .map(|r| r.expect("cpu runs"))
         .collect();
@@ -157,4 +157,47 @@ fn f32_kernel_on_the_full_map() {
         .collect();
     let misses = compare(&ctx, &points);
     assert!(misses.is_empty(), "{}", misses.join("\n"));
+}
+
+/// Two GPU handles in one process each open the device their own options ask for (one
+/// f32, one f64), and a third, asking for an adapter that does not exist, reports that
+/// and runs its batch on the CPU engine, the notice kept on its own handle.
+#[test]
+fn gpu_handles_in_one_process_keep_their_own_options() {
+    use metachron::gpu::{Gpu, GpuError, Precision};
+    use metachron::simulate::Backend;
+    use std::sync::Arc;
+    let Some(ctx) = common::gpu::gpu_context("gpu_handles_in_one_process_keep_their_own_options")
+    else {
+        return;
+    };
+    let with = |precision| GpuOptions {
+        adapter: None,
+        precision,
+    };
+    let f32 = Gpu::new(with(PrecisionChoice::F32));
+    assert_eq!(f32.context().expect("f32 device").precision, Precision::F32);
+    if ctx.adapter.shader_f64 {
+        let f64 = Gpu::new(with(PrecisionChoice::F64));
+        assert_eq!(f64.context().expect("f64 device").precision, Precision::F64);
+    }
+    let missing = Arc::new(Gpu::new(GpuOptions {
+        adapter: Some("no such adapter".into()),
+        precision: PrecisionChoice::Auto,
+    }));
+    let err = missing.context().expect_err("no adapter of that name");
+    assert!(matches!(*err, GpuError::AdapterNotFound { .. }), "{err}");
+    let mut cfg = RunConfig::default();
+    cfg.params.t_final = 0.05;
+    let r = run_batch(&[cfg], &Engine::Gpu(Arc::clone(&missing)));
+    assert_eq!(r[0].as_ref().expect("runs").backend, Backend::Cpu);
+    let notices = missing.take_notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("GPU backend unavailable")),
+        "{notices:?}"
+    );
+    // The first handle still holds its own device.
+    assert_eq!(f32.context().expect("f32 device").precision, Precision::F32);
 }

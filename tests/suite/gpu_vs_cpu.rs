@@ -5,12 +5,12 @@
 use crate::common;
 
 use common::validation::{point, validation_points};
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
 use metachron::integrate::dkd;
 use metachron::integrate::record::InstanceRecord;
 use metachron::model::Robot;
-use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::simulate::{PointResult, RunConfig};
 
 fn short(t_final: f64) -> Vec<(&'static str, RunConfig)> {
     validation_points()
@@ -61,7 +61,7 @@ fn gpu_matches_its_cpu_twin_to_round_off_on_eight_points() {
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
     let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
     for ((name, cfg), g) in points.iter().zip(&gpu) {
-        let c = run_point(cfg, Backend::Cpu, false, |_| {}).expect("cpu");
+        let c = run_point(cfg, &Engine::Cpu, false, |_| {}).expect("cpu");
         assert_twins(name, g, &c, 1e-9);
     }
 }
@@ -97,7 +97,7 @@ fn gpu_matches_its_cpu_twin_with_the_internal_couple() {
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
     let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
     for ((name, cfg), g) in points.iter().zip(&gpu) {
-        let c = run_point(cfg, Backend::Cpu, false, |_| {}).expect("cpu");
+        let c = run_point(cfg, &Engine::Cpu, false, |_| {}).expect("cpu");
         if cfg.params.axo_f != 0.0 {
             assert!(c.metrics.work_axo > 0.0, "{name}: the couple works");
         }
@@ -171,7 +171,7 @@ fn gpu_matches_its_cpu_twin_on_terrain_and_with_coulomb_friction() {
     let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
     let paper = gpu.last().expect("the paper's point").metrics.displacement;
     for ((name, cfg), g) in points.iter().zip(&gpu) {
-        let c = run_point(cfg, Backend::Cpu, false, |_| {}).expect("cpu");
+        let c = run_point(cfg, &Engine::Cpu, false, |_| {}).expect("cpu");
         eprintln!(
             "{name}: max relative difference {:.2e}, displacement {} (paper {paper}), duty factor {}",
             max_relative_difference(g, &c),
@@ -345,7 +345,7 @@ fn f32_path_accuracy() {
         .run(std::slice::from_ref(&c))
         .expect("f32 run")
         .remove(0);
-    let r = run_point(&c, Backend::Cpu, false, |_| {}).expect("cpu");
+    let r = run_point(&c, &Engine::Cpu, false, |_| {}).expect("cpu");
     eprintln!("f32 gpu: {:?}\nf64 cpu: {:?}", g.metrics, r.metrics);
     let (gm, rm) = (&g.metrics, &r.metrics);
     assert_eq!(gm.status, rm.status);
@@ -372,7 +372,7 @@ fn f32_path_accuracy_on_terrain() {
     let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
     let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("f32 run");
     for ((name, c), g) in points.iter().zip(&gpu) {
-        let r = run_point(c, Backend::Cpu, false, |_| {}).expect("cpu");
+        let r = run_point(c, &Engine::Cpu, false, |_| {}).expect("cpu");
         let (gm, rm) = (&g.metrics, &r.metrics);
         eprintln!(
             "{name}: f32 gpu − f64 cpu: mean lag {:.1e}, lag order {:.1e}, displacement {:.1e} relative, max |V|/ℓ {:.1e}",
@@ -413,7 +413,7 @@ fn the_largest_shape_runs_and_matches_the_cpu() {
         .run(std::slice::from_ref(&c))
         .expect("64 x 12 runs")
         .remove(0);
-    let r = run_point(&c, Backend::Cpu, false, |_| {}).expect("cpu");
+    let r = run_point(&c, &Engine::Cpu, false, |_| {}).expect("cpu");
     // After 0.01 s the servo's work (stiff: hK_p ≫ ρ) carries the round-off of 768 legs'
     // nodes: work and cost of transport differed by 8.8e-10 relative before the touchdown
     // correction and 1.0e-9 after (2026-12-03); the other metrics agree within 7e-14.

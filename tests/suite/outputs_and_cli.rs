@@ -4,11 +4,11 @@ use crate::common;
 
 use arrow_array::{Array, Float64Array, ListArray, StringArray, UInt32Array};
 use common::scratch;
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::error::ParamError;
 use metachron::params::Params;
 use metachron::parquet::{metrics_batch, read_parquet, timeseries_batch, write_atomic};
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 fn short_run() -> (RunConfig, metachron::simulate::PointResult) {
     let mut cfg = RunConfig::default();
@@ -17,7 +17,7 @@ fn short_run() -> (RunConfig, metachron::simulate::PointResult) {
         .apply_override("actuated=1,0,1,0,1,0,1,0,1")
         .unwrap();
     cfg.solver.rtol = 1e-4;
-    let r = run_point(&cfg, Backend::Reference, true, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Reference, true, |_| {}).unwrap();
     (cfg, r)
 }
 

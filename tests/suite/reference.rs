@@ -1,13 +1,13 @@
 //! The reference solver: the paper's robot walks, and metachron's structured ESDIRK
 //! agrees with diffsol's general-purpose BDF on the same equations.
 
-use metachron::batch::run_point;
+use metachron::batch::{run_point, Engine};
 use metachron::metrics::Class;
 use metachron::model::Robot;
 use metachron::params::Params;
 use metachron::reference::{run_reference, Method, ReferenceSettings};
 use metachron::sample::{Deadline, Sample, SampleTimes, SolverFailure};
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 #[test]
 fn papers_run_walks_forward_with_a_quarter_period_lag() {
@@ -15,7 +15,7 @@ fn papers_run_walks_forward_with_a_quarter_period_lag() {
     cfg.params.t_final = 10.0;
     cfg.solver.rtol = 1e-4;
     cfg.solver.atol = 1e-7;
-    let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Reference, false, |_| {}).unwrap();
     let m = &r.metrics;
     assert!(m.status.is_ok(), "{:?}", m.status);
     assert_eq!(m.class, Class::Metachronal);
@@ -96,7 +96,7 @@ fn a_point_the_model_cannot_follow_is_reported_with_its_time() {
     cfg.params.k_m = 1e-6;
     cfg.params.lambda = 1e-6;
     cfg.params.t_final = 0.5;
-    let r = run_point(&cfg, Backend::Reference, false, |_| {}).unwrap();
+    let r = run_point(&cfg, &Engine::Reference, false, |_| {}).unwrap();
     let m = &r.metrics;
     assert!(!m.status.is_ok(), "{:?}", m.status);
     assert!(m.status.time() > 0.0 && m.status.time() < 0.5);

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::scratch;
-use metachron::batch::{run_batch, run_degrading, run_point};
+use metachron::batch::{run_batch, run_degrading, run_point, Engine};
 use metachron::dataset::{rows, Column};
 use metachron::error::SolverError;
 use metachron::metrics::METRIC_COLUMNS;
@@ -97,7 +97,7 @@ fn a_never_finishing_point_ends_over_budget_and_its_chunk_is_written() {
 fn step_budgets_end_both_engines_at_the_step_count() {
     let mut c = small(0.2);
     c.fixed_step.max_steps = Some(100);
-    let r = run_point(&c, Backend::Cpu, false, |_| {}).unwrap();
+    let r = run_point(&c, &Engine::Cpu, false, |_| {}).unwrap();
     assert_eq!(r.stats.steps, 100);
     match r.metrics.status {
         Status::BudgetExceeded { time } => {
@@ -109,7 +109,7 @@ fn step_budgets_end_both_engines_at_the_step_count() {
 
     let mut c = small(0.2);
     c.solver.max_steps = 50;
-    let r = run_point(&c, Backend::Reference, false, |_| {}).unwrap();
+    let r = run_point(&c, &Engine::Reference, false, |_| {}).unwrap();
     assert_eq!(r.stats.steps, 50);
     assert!(
         matches!(r.metrics.status, Status::BudgetExceeded { time } if time > 0.0 && time < 0.2)
@@ -129,7 +129,7 @@ fn point_timeout_stops_the_reference_and_each_point_has_its_own_clock() {
     let mut c = small(1e8);
     c.point_timeout = Some(0.5);
     let t0 = std::time::Instant::now();
-    let r = run_batch(&[c.clone(), c], Backend::Reference);
+    let r = run_batch(&[c.clone(), c], &Engine::Reference);
     let wall = t0.elapsed().as_secs_f64();
     for r in &r {
         let r = r.as_ref().unwrap();
@@ -148,7 +148,7 @@ fn point_timeout_stops_the_reference_and_each_point_has_its_own_clock() {
 fn diverged_runs_have_nan_metrics_and_say_why() {
     let mut c = small(0.5);
     c.fixed_step.h = Some(0.05); // far above 2/ω_max: the explicit elastic force blows up
-    let r = run_point(&c, Backend::Cpu, false, |_| {}).unwrap();
+    let r = run_point(&c, &Engine::Cpu, false, |_| {}).unwrap();
     assert!(
         matches!(r.metrics.status, Status::Diverged { .. }),
         "{:?}",
@@ -180,7 +180,7 @@ fn device_faults_split_the_batch_then_fall_back_per_point() {
         Ok(part
             .iter()
             .map(|c| {
-                let mut r = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
+                let mut r = run_point(c, &Engine::Cpu, false, |_| {}).unwrap();
                 r.backend = Backend::Gpu;
                 r
             })
@@ -189,13 +189,13 @@ fn device_faults_split_the_batch_then_fall_back_per_point() {
     let mut fell_back = Vec::new();
     let mut fallback = |part: &[RunConfig]| {
         fell_back.extend(part.iter().map(|c| c.params.alpha));
-        run_batch(part, Backend::Cpu)
+        run_batch(part, &Engine::Cpu)
     };
-    let out = run_degrading(&cfgs, &mut device, &mut fallback);
+    let out = run_degrading(&cfgs, &mut device, &mut fallback, &|_| {});
     assert_eq!(out.len(), 10);
     for (c, r) in cfgs.iter().zip(&out) {
         let r = r.as_ref().unwrap();
-        let alone = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
+        let alone = run_point(c, &Engine::Cpu, false, |_| {}).unwrap();
         assert_eq!(
             r.metrics.lag_order.to_bits(),
             alone.metrics.lag_order.to_bits()

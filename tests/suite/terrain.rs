@@ -8,10 +8,10 @@ use crate::common;
 
 use common::energy::run_without_dissipation;
 use common::validation::{assert_lanes_independent, disagreements, point, run_engines};
-use metachron::batch::run_batch;
+use metachron::batch::{run_batch, Engine};
 use metachron::model::terrain::Profile;
 use metachron::params::{Params, TerrainKind};
-use metachron::simulate::{Backend, RunConfig};
+use metachron::simulate::RunConfig;
 
 fn params(overrides: &[&str]) -> Params {
     let mut p = Params::default();
@@ -156,7 +156,7 @@ fn every_ground_is_felt_and_the_default_is_flat() {
     for c in &mut cfgs {
         c.params.t_final = 1.0;
     }
-    let runs = run_batch(&cfgs, Backend::Cpu);
+    let runs = run_batch(&cfgs, &Engine::Cpu);
     let m = |k: usize| runs[k].as_ref().unwrap().metrics.clone();
     let n = cfgs.len();
     for k in 0..n - 2 {
@@ -222,7 +222,7 @@ fn an_incline_steeper_than_atan_mu_slides_and_a_gentler_one_creeps() {
             }
         }
         let expect = -lo;
-        let r = run_batch(std::slice::from_ref(&cfg), Backend::Cpu);
+        let r = run_batch(std::slice::from_ref(&cfg), &Engine::Cpu);
         let m = &r[0].as_ref().unwrap().metrics;
         eprintln!(
             "mu_c {mu_c}: mean speed {:.6e} m/s, steady speed {expect:.6e} m/s",

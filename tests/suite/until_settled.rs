@@ -10,14 +10,14 @@
 use crate::common;
 
 use common::scratch;
-use metachron::batch::{run_batch, run_point};
+use metachron::batch::{run_batch, run_point, Engine};
 use metachron::cpu_engine::run_batch_on;
 use metachron::dataset::rows::read_unverified as read_dataset;
 use metachron::dataset::Column;
 use metachron::gpu::GpuEngine;
 use metachron::integrate::lanes::Isa;
 use metachron::metrics::Metrics;
-use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::simulate::{PointResult, RunConfig};
 
 /// 5 legs × 4 nodes over 2 s, continued up to 8 s.
 fn point(k_p: f64, until_settled: Option<f64>) -> RunConfig {
@@ -118,7 +118,7 @@ fn check_engine(engine: &str, run: &dyn Fn(&[RunConfig]) -> Vec<PointResult>) {
 fn cpu_solo_continues_unsettled_runs_only() {
     check_engine("cpu solo", &|cfgs| {
         cfgs.iter()
-            .map(|c| run_point(c, Backend::Cpu, false, |_| {}).unwrap())
+            .map(|c| run_point(c, &Engine::Cpu, false, |_| {}).unwrap())
             .collect()
     });
 }
@@ -129,7 +129,7 @@ fn cpu_blocks_continue_unsettled_lanes_only() {
     // vector unit's width (a lane's result is bit-identical in any block of one width).
     check_engine("cpu blocks", &|cfgs| {
         let many: Vec<RunConfig> = cfgs.iter().cycle().take(8 * cfgs.len()).cloned().collect();
-        let r: Vec<PointResult> = run_batch(&many, Backend::Cpu)
+        let r: Vec<PointResult> = run_batch(&many, &Engine::Cpu)
             .into_iter()
             .map(Result::unwrap)
             .collect();
@@ -148,7 +148,7 @@ fn copies(cfgs: &[RunConfig], n: usize) -> Vec<RunConfig> {
 }
 
 fn cpu(cfgs: &[RunConfig]) -> Vec<PointResult> {
-    run_batch(cfgs, Backend::Cpu)
+    run_batch(cfgs, &Engine::Cpu)
         .into_iter()
         .map(Result::unwrap)
         .collect()
@@ -283,7 +283,7 @@ fn gpu_continues_unsettled_instances_from_resident_state() {
     // settled flag, metrics to round-off (summation order, FMA, the shader's sin/cos).
     let cfgs = [changing(), settled()];
     for (g, c) in gpu(&cfgs).iter().zip(&cfgs) {
-        let cpu = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
+        let cpu = run_point(c, &Engine::Cpu, false, |_| {}).unwrap();
         assert_eq!(g.metrics.t_run, cpu.metrics.t_run);
         assert_eq!(g.metrics.class, cpu.metrics.class);
         assert_eq!(g.metrics.settled, cpu.metrics.settled);
@@ -312,7 +312,7 @@ fn gpu_reports_settled_like_the_cpu() {
     let gpu = GpuEngine::new(&ctx).run(&cfgs).expect("gpu batch");
     let mut seen = Vec::new();
     for (g, c) in gpu.iter().zip(&cfgs) {
-        let cpu = run_point(c, Backend::Cpu, false, |_| {}).unwrap();
+        let cpu = run_point(c, &Engine::Cpu, false, |_| {}).unwrap();
         assert_eq!(g.metrics.settled, cpu.metrics.settled, "{:?}", c.params);
         seen.push(g.metrics.settled);
     }

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use metachron::batch::Engine;
 use metachron::dataset::{Dataset, Rows, Verified, VerifyOptions};
-use metachron::simulate::Backend;
 use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::run::{self, RunOptions, RunSummary};
 use metachron::sweep::{Plan, Shard, SweepError, SweepSpec};
@@ -13,7 +13,7 @@ use metachron::sweep::{Plan, Shard, SweepError, SweepSpec};
 pub fn opts(out: &Path, batch: usize, resume: bool) -> RunOptions {
     RunOptions {
         out: out.to_path_buf(),
-        backend: Backend::Cpu,
+        engine: Engine::Cpu,
         batch,
         resume,
         shard: Shard::default(),

@@ -1,10 +1,10 @@
 //! The eight validation points of the batch engines and the tolerances that judge a
 //! fixed-step backend against the stiff reference (shared by the batch tests).
 
-use metachron::batch::run_batch;
+use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{run_gpu_batch, GpuEngine};
 use metachron::metrics::Metrics;
-use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::simulate::{PointResult, RunConfig};
 
 /// A point over a short horizon (3 s, window from 1.5 s).
 pub fn point(overrides: &[&str]) -> RunConfig {
@@ -139,8 +139,8 @@ pub fn run_engines(cfgs: &[RunConfig], test: &str) -> EngineRuns {
             .map(|r| r.unwrap_or_else(|e| panic!("{what} did not run: {e}")))
             .collect()
     };
-    let reference = ran(run_batch(cfgs, Backend::Reference), "reference");
-    let mut engines = vec![("cpu", ran(run_batch(cfgs, Backend::Cpu), "cpu"))];
+    let reference = ran(run_batch(cfgs, &Engine::Reference), "reference");
+    let mut engines = vec![("cpu", ran(run_batch(cfgs, &Engine::Cpu), "cpu"))];
     if let Some(ctx) = super::gpu::gpu_context(test) {
         engines.push((
             "gpu",
@@ -157,9 +157,9 @@ pub fn assert_lanes_independent(mut cfgs: Vec<RunConfig>) {
         c.params.t_final = 1.0;
         c.validate().unwrap();
     }
-    let together = run_batch(&cfgs, Backend::Cpu);
+    let together = run_batch(&cfgs, &Engine::Cpu);
     for (k, cfg) in cfgs.iter().enumerate() {
-        let alone = run_batch(std::slice::from_ref(cfg), Backend::Cpu);
+        let alone = run_batch(std::slice::from_ref(cfg), &Engine::Cpu);
         let (a, b) = (
             &alone[0].as_ref().unwrap().metrics,
             &together[k].as_ref().unwrap().metrics,
