@@ -96,6 +96,8 @@ pub const MAX_LEGS: usize = 64;
 /// Most nodes per leg (CPU stack buffers hold 4 * MAX_NODES unknowns; the GPU kernel keeps
 /// 8n reals per invocation, within its private budget up to this n: src/gpu/budget.rs).
 pub const MAX_NODES: usize = 12;
+/// Most modes of the `rough` terrain (`terrain_modes`).
+pub const MAX_TERRAIN_MODES: usize = 256;
 
 macro_rules! define_params {
     ($( $name:ident : $ty:ident = $default:expr, $unit:literal, $range:expr, $doc:literal $(, $kernel:ident)?; )*) => {
@@ -266,11 +268,12 @@ define_params! {
     axo_omega: f64 = 0.5, "rad/s", Range::Finite, "Angular frequency of the motor force wave.", kernel;
     axo_k: f64 = 0.0, "rad/m", Range::Finite, "Wavenumber k_A of the motor force wave along the leg (0: standing).", kernel;
     axo_dphi: f64 = 0.0, "rad", Range::Finite, "Phase step of the motor force wave between neighbouring legs.", kernel;
-    terrain_angle: f64 = 0.0, "rad", Range::Finite, "Slope angle of the `slope` terrain (positive: uphill towards +y), |angle| <= 80deg.";
+    terrain_angle: f64 = 0.0, "rad", Range::Finite, "Slope angle of the `slope` terrain, and the tilt of the `sine` and `rough` ones (positive: uphill towards +y), |angle| <= 80deg.";
     terrain_height: f64 = 0.05, "m", Range::NonNegative, "Amplitude of the `sine` terrain; RMS height of the `rough` one.";
     terrain_wavelength: f64 = 2.0, "m", Range::Positive, "Wavelength of the `sine` terrain; longest wavelength of the `rough` one.";
     terrain_phase: f64 = 0.0, "rad", Range::Finite, "Phase of the `sine` terrain.";
     terrain_seed: usize = 1, "1", Range::Int(0, 4_294_967_295), "Seed of the `rough` terrain's phases (SplitMix64).";
+    terrain_modes: usize = 8, "1", Range::Int(1, MAX_TERRAIN_MODES), "Modes M of the `rough` terrain (harmonics of terrain_wavelength, amplitudes 1/m).";
     terrain_start: f64 = 5.0, "m", Range::Finite, "Where the profile starts along y (flat ground before it).";
     terrain_blend: f64 = 1.0, "m", Range::Positive, "Length over which the profile blends in (C1) from flat ground.";
     mu_c: f64 = 0.0, "1", Range::NonNegative, "Coulomb friction coefficient at the leg tips (0: purely viscous, the paper).", kernel;
@@ -288,7 +291,7 @@ pub enum TerrainKind {
     Slope,
     /// h = terrain_height·sin(2πu/terrain_wavelength + terrain_phase).
     Sine,
-    /// Eight harmonics with SplitMix64 phases, RMS terrain_height.
+    /// `terrain_modes` harmonics with SplitMix64 phases, RMS terrain_height.
     Rough,
 }
 
@@ -757,6 +760,120 @@ pub fn parse_mask(field: &str, text: &str, n_legs: usize) -> Result<Vec<bool>, P
         .collect()
 }
 
+/// A parameter whose value cannot act in a run: it differs from its default, but the
+/// rest of the run leaves it nothing to do (a `terrain_*` value the chosen profile does
+/// not use, a motor-wave parameter without the couple, v_c without Coulomb friction, an
+/// initial phase step where every leg's angle is given). Runs and sweeps warn of it by
+/// name; it changes nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inert {
+    pub name: &'static str,
+    /// The value as given.
+    pub value: String,
+    /// Why it cannot act.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Inert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` = {} cannot act and is ignored: {}",
+            self.name, self.value, self.reason
+        )
+    }
+}
+
+impl TerrainKind {
+    /// The `terrain_*` parameters the profile reads (the rest cannot act on it).
+    pub fn uses(self, name: &str) -> bool {
+        let used: &[&str] = match self {
+            TerrainKind::Flat => &[],
+            TerrainKind::Slope => &["terrain_angle", "terrain_start", "terrain_blend"],
+            TerrainKind::Sine => &[
+                "terrain_angle",
+                "terrain_height",
+                "terrain_wavelength",
+                "terrain_phase",
+                "terrain_start",
+                "terrain_blend",
+            ],
+            TerrainKind::Rough => &[
+                "terrain_angle",
+                "terrain_height",
+                "terrain_wavelength",
+                "terrain_seed",
+                "terrain_modes",
+                "terrain_start",
+                "terrain_blend",
+            ],
+        };
+        used.contains(&name)
+    }
+}
+
+impl Params {
+    /// Every parameter whose value cannot act in this run ([`Inert`]), in the order of
+    /// the parameter table.
+    pub fn inert(&self) -> Vec<Inert> {
+        let default = Params::default();
+        let mut out = Vec::new();
+        let terrain = format!("the `{}` terrain does not use it", self.terrain.label());
+        let couple = "axo_f = 0: there is no internal couple".to_string();
+        let coulomb = "mu_c = 0: there is no Coulomb friction".to_string();
+        let phases = "psi_init gives every leg's initial angle".to_string();
+        let rates = "omega_legs gives every leg's rate".to_string();
+        for spec in SCALAR_PARAMS {
+            let name = spec.name;
+            let reason = match name {
+                _ if name.starts_with("terrain_") && !self.terrain.uses(name) => &terrain,
+                "axo_omega" | "axo_k" | "axo_dphi" | "filament_gap" if self.axo_f == 0.0 => &couple,
+                "v_c" if self.mu_c == 0.0 => &coulomb,
+                "psi1" | "dphi" if self.psi_init.is_some() => &phases,
+                "omega" if self.omega_legs.is_some() => &rates,
+                _ => continue,
+            };
+            let value = self.scalar(name);
+            if value != default.scalar(name) {
+                out.push(Inert {
+                    name,
+                    value: value.map_or_else(String::new, |x| x.to_string()),
+                    reason: reason.clone(),
+                });
+            }
+        }
+        let mask = self.axo_mask();
+        if self.axo_f == 0.0 && mask.iter().any(|&on| !on) {
+            out.push(Inert {
+                name: AXO_ACTUATED,
+                value: mask
+                    .iter()
+                    .map(|&on| if on { "1" } else { "0" })
+                    .collect::<Vec<_>>()
+                    .join(","),
+                reason: couple,
+            });
+        }
+        out
+    }
+}
+
+/// The parameters that cannot act in some of `runs`, each once (with the first such
+/// run's value and reason) and with the number of runs where it cannot: what a sweep
+/// warns of, however many of its points share it.
+pub fn inert_once<'a>(runs: impl IntoIterator<Item = &'a Params>) -> Vec<(Inert, usize)> {
+    let mut out: Vec<(Inert, usize)> = Vec::new();
+    for p in runs {
+        for i in p.inert() {
+            match out.iter_mut().find(|(o, _)| o.name == i.name) {
+                Some((_, count)) => *count += 1,
+                None => out.push((i, 1)),
+            }
+        }
+    }
+    out
+}
+
 /// Every parameter's name: the scalars, then the per-leg lists and the choices.
 pub fn param_names() -> impl Iterator<Item = &'static str> {
     SCALAR_PARAMS
@@ -805,7 +922,7 @@ mod tests {
         for s in SCALAR_PARAMS {
             assert!(p.scalar(s.name).is_some(), "{}", s.name);
         }
-        assert_eq!(SCALAR_PARAMS.len(), 39);
+        assert_eq!(SCALAR_PARAMS.len(), 40);
         let kernel = KernelParams::of(&p);
         for (name, value) in KernelParams::<f64>::NAMES.iter().zip(kernel.values()) {
             assert_eq!(p.scalar(name), Some(value), "{name}");
@@ -881,5 +998,80 @@ mod tests {
         p.apply_override("actuated=every_other").unwrap();
         assert_eq!(p.actuated, vec![true, false, true, false, true]);
         p.validate().unwrap();
+    }
+
+    /// Each profile reads its own `terrain_*` values; a non-default one it does not read
+    /// is named, and so are the couple's values without a couple, v_c without Coulomb
+    /// friction and the phase step where psi_init gives every angle. Defaults name none.
+    #[test]
+    fn values_that_cannot_act_are_named_once() {
+        let names = |p: &Params| p.inert().iter().map(|i| i.name).collect::<Vec<_>>();
+        assert!(Params::default().inert().is_empty());
+        let mut p = Params {
+            terrain_angle: 0.1,
+            terrain_height: 0.2,
+            terrain_wavelength: 3.0,
+            terrain_phase: 1.0,
+            terrain_seed: 5,
+            terrain_modes: 12,
+            terrain_start: 2.0,
+            ..Params::default()
+        };
+        let all = [
+            "terrain_angle",
+            "terrain_height",
+            "terrain_wavelength",
+            "terrain_phase",
+            "terrain_seed",
+            "terrain_modes",
+            "terrain_start",
+        ];
+        assert_eq!(names(&p), all);
+        let unused = |kind: TerrainKind| {
+            all.iter()
+                .filter(|n| !kind.uses(n))
+                .copied()
+                .collect::<Vec<_>>()
+        };
+        for (kind, expect) in [
+            (
+                TerrainKind::Slope,
+                vec![
+                    "terrain_height",
+                    "terrain_wavelength",
+                    "terrain_phase",
+                    "terrain_seed",
+                    "terrain_modes",
+                ],
+            ),
+            (TerrainKind::Sine, vec!["terrain_seed", "terrain_modes"]),
+            (TerrainKind::Rough, vec!["terrain_phase"]),
+        ] {
+            p.terrain = kind;
+            assert_eq!(names(&p), expect, "{kind:?}");
+            assert_eq!(unused(kind), expect, "{kind:?}");
+        }
+        let p = Params {
+            axo_k: 2.0,
+            axo_actuated: Some(vec![false; 9]),
+            v_c: 0.1,
+            dphi: 1.0,
+            psi_init: Some(vec![0.0; 9]),
+            ..Params::default()
+        };
+        assert_eq!(names(&p), ["dphi", "axo_k", "v_c", "axo_actuated"]);
+        let acting = Params {
+            axo_f: 1.0,
+            mu_c: 0.2,
+            psi_init: None,
+            ..p.clone()
+        };
+        assert!(acting.inert().is_empty(), "{:?}", acting.inert());
+        let once = inert_once([&p, &acting, &p]);
+        assert_eq!(
+            once.iter().map(|(i, _)| i.clone()).collect::<Vec<_>>(),
+            p.inert()
+        );
+        assert!(once.iter().all(|&(_, count)| count == 2));
     }
 }

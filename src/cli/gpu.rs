@@ -10,8 +10,7 @@ use clap::Args;
 use metachron::batch::Engine;
 use metachron::gpu::layout::KernelShape;
 use metachron::gpu::{self, shader, Gpu, GpuOptions, Precision, PrecisionChoice};
-use metachron::model::terrain::HARMONICS;
-use metachron::params::Range;
+use metachron::params::{Range, MAX_TERRAIN_MODES};
 use metachron::simulate::Backend;
 
 #[derive(Args, Debug, Clone, Default)]
@@ -108,7 +107,8 @@ pub struct DevicesArgs {
     pub couple: bool,
     /// With --dump-wgsl: the kernel for ground other than the paper's (a terrain profile
     /// or Coulomb friction) evaluating HARMONICS terrain harmonics (0 for a slope or
-    /// Coulomb on flat ground, 1 for a sine, 8 for the rough profile).
+    /// Coulomb on flat ground, 1 for a sine, terrain_modes (8 by default) for the rough
+    /// profile).
     #[arg(long, value_name = "HARMONICS", requires = "dump_wgsl")]
     pub ground: Option<usize>,
     /// With --dump-wgsl: the kernel's precision (f32 is the compensated kernel;
@@ -148,8 +148,8 @@ fn parse_shape(text: &str, couple: bool, ground: Option<usize>) -> Result<Kernel
             })
     };
     let harmonics = ground.unwrap_or(0);
-    if harmonics > HARMONICS {
-        anyhow::bail!("--ground {harmonics}: allowed is an integer in [0, {HARMONICS}]");
+    if harmonics > MAX_TERRAIN_MODES {
+        anyhow::bail!("--ground {harmonics}: allowed is an integer in [0, {MAX_TERRAIN_MODES}]");
     }
     Ok(KernelShape {
         n_legs: count("n_legs", legs)?,

@@ -256,6 +256,11 @@ fn file_metadata(plan: &Plan, result: &PointResult) -> Vec<(String, String)> {
 
 pub fn run(args: SimulateArgs) -> Result<ExitCode> {
     let plan = plan(args)?;
+    // A value the run cannot use is never ignored in silence (--quiet hides the
+    // progress bar, not warnings).
+    for inert in plan.cfg.params.inert() {
+        eprintln!("warning: {inert}");
+    }
     let result = execute(&plan)?;
     Ok(if result.metrics.status.is_ok() {
         ExitCode::SUCCESS

@@ -9,6 +9,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 
 use metachron::cost::{human, Estimate, Estimator, Mode, MEASURED};
+use metachron::params::Params;
 use metachron::simulate::Backend;
 use metachron::sweep::run::{self, RunOptions, Work};
 use metachron::sweep::setup::{set_up, Request, Setup};
@@ -319,6 +320,48 @@ fn print_ran(summary: &run::RunSummary, opts: &RunOptions) {
     );
 }
 
+/// Warn once per parameter whose value cannot act at some of the shard's points
+/// (`Params::inert`), with how many: a sweep whose axis mixes terrain profiles warns of
+/// the seed once, not at every flat point. Under random initial phases the points'
+/// psi_init is the sweep's own, and a psi1 or dphi given is what cannot act. Printed
+/// with --quiet too.
+fn warn_inert(spec: &SweepSpec, plan: &Plan) {
+    let own = |p: &PlannedPoint| {
+        let mut params = p.cfg.params.clone();
+        if spec.random_phases {
+            params.psi_init = None;
+        }
+        params
+    };
+    let runs: Vec<Params> = plan.points.iter().map(own).collect();
+    let mut inert = metachron::params::inert_once(&runs);
+    if spec.random_phases {
+        let phased: Vec<Params> = runs
+            .iter()
+            .map(|p| Params {
+                psi_init: Some(Vec::new()),
+                ..p.clone()
+            })
+            .collect();
+        for (mut i, count) in metachron::params::inert_once(&phased) {
+            if inert.iter().all(|(o, _)| o.name != i.name) {
+                i.reason = "random initial phases (random_phases) give every leg's \
+                            initial angle"
+                    .into();
+                inert.push((i, count));
+            }
+        }
+    }
+    let total = runs.len();
+    for (i, count) in inert {
+        if count == total {
+            eprintln!("warning: {i}");
+        } else {
+            eprintln!("warning: at {count} of {total} points, {i}");
+        }
+    }
+}
+
 /// `metachron sweep`: plan the shard, show what it will cost, run what is pending
 /// (or hand refined sweeps to the atlas), then optionally check points on the reference.
 pub fn run(a: SweepArgs) -> Result<ExitCode> {
@@ -328,6 +371,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         opts,
         estimates,
     } = set_up(&request(&a)?)?;
+    warn_inert(&spec, &plan);
     if spec.refine.is_some() || spec.adaptive.is_some() {
         if a.validate.is_some() {
             bail!("--validate: not supported with [refine] or adaptive repeats yet");

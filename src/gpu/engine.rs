@@ -126,9 +126,16 @@ fn plan_batch(cfgs: &[&RunConfig], shape: KernelShape) -> (Vec<InstancePlan>, Ve
         let leg_length = record.params.leg_length;
         let mut key = record.matrices.key();
         key.push(leg_length.to_bits());
+        // Harmonics beyond the instance's constants travel with the set (none unless
+        // the rough profile has more than eight modes).
+        let extra: Vec<f64> = record.terrain_extra.iter().flatten().copied().collect();
+        key.extend(extra.iter().map(|x| x.to_bits()));
         let next = set_of.len() as u32;
         let set = *set_of.entry(key).or_insert_with(|| {
-            mats.extend(matrix_words(&record.matrices, leg_length, shape.matrices()));
+            let lay = shape.matrices();
+            let mut words = matrix_words(&record.matrices, leg_length, lay);
+            words[lay.terrain_extra()..lay.terrain_extra() + extra.len()].copy_from_slice(&extra);
+            mats.extend(words);
             next
         });
         plans.push(plan_instance(cfg, &robot, &record, set));

@@ -19,6 +19,7 @@
 use super::layout::{KernelShape, MatrixLayout};
 use super::tally::{self, StateLayout};
 use super::Precision;
+use crate::model::terrain::HARMONICS;
 
 /// How the kernel carries what must be exact. `Plain`: every value one `real`.
 /// `Compensated` (the f32 kernel): q as an f32 pair q_hi + q_lo advanced by error-free
@@ -462,8 +463,10 @@ fn tip_contact(c: &mut Code, leg: Leg, arith: Arith) {
 /// WGSL `ground_at(ri, u)`: the terrain's height h and slope σ = h′ at u = y − y₀ as
 /// (h, σ) (docs/model.md (T1)–(T2); CPU twin: `lanes::kernel::ground_at`, in its order
 /// of operations): the blend S(w) and S′, the slope s·u, and `harmonics` harmonics of
-/// θ = k·u, the m-th from the first by angle addition (one sincos), unrolled.
-pub fn ground_function(harmonics: usize) -> String {
+/// θ = k·u, the m-th from the first by angle addition (one sincos), unrolled. The
+/// coefficients of the first eight are instance members; those of m = 9..M (a rough
+/// profile with more modes) close the instance's matrix set (`MatrixLayout::terrain_extra`).
+pub fn ground_function(harmonics: usize, lay: MatrixLayout) -> String {
     let mut c = Code {
         s: String::new(),
         indent: 0,
@@ -484,9 +487,18 @@ pub fn ground_function(harmonics: usize) -> String {
         c.line("let sc1 = sincos(k * u);");
         c.line("let s1 = sc1.x;");
         c.line("let c1 = sc1.y;");
+        if harmonics > HARMONICS {
+            c.line("let ms = ints[ri].matrix_set * MAT_STRIDE;");
+        }
         for m in 1..=harmonics {
-            c.line(format!("let a{m} = instances[ri].terrain_a{m};"));
-            c.line(format!("let b{m} = instances[ri].terrain_b{m};"));
+            if m <= HARMONICS {
+                c.line(format!("let a{m} = instances[ri].terrain_a{m};"));
+                c.line(format!("let b{m} = instances[ri].terrain_b{m};"));
+            } else {
+                let at = lay.terrain_extra() + 2 * (m - HARMONICS - 1);
+                c.line(format!("let a{m} = mats[ms + {at}u];"));
+                c.line(format!("let b{m} = mats[ms + {}u];", at + 1));
+            }
             c.line(format!(
                 "let hp{m} = a{m} * s{m} + (b{m} * c{m} + hp{});",
                 m - 1

@@ -8,7 +8,7 @@ use bytemuck::{Pod, Zeroable};
 use super::tally::StateLayout;
 use super::Precision;
 use crate::model::axoneme;
-use crate::model::terrain::Profile;
+use crate::model::terrain::{Profile, HARMONICS};
 use crate::params::Params;
 
 /// Invocations a workgroup aims at: two NVIDIA warps, one AMD wave64; a robot's legs
@@ -80,9 +80,9 @@ pub struct KernelShape {
     /// tips have Coulomb friction. Without it the contact is the paper's flat line and
     /// viscous tip, and the kernel is the one that knows nothing of terrain.
     pub ground: bool,
-    /// Harmonics of the profile the ground kernel evaluates (0..=8: none for a slope or
-    /// Coulomb on flat ground, one for a sine, eight for the rough profile); 0 where
-    /// `ground` is false.
+    /// Harmonics of the profile the ground kernel evaluates (none for a slope or
+    /// Coulomb on flat ground, one for a sine, `terrain_modes` for the rough profile);
+    /// 0 where `ground` is false.
     pub harmonics: usize,
 }
 
@@ -131,6 +131,7 @@ impl KernelShape {
         MatrixLayout {
             m: 2 * self.n_nodes,
             couple: self.couple,
+            terrain_extra: self.harmonics.saturating_sub(HARMONICS),
         }
     }
 }
@@ -141,6 +142,9 @@ impl KernelShape {
 pub struct MatrixLayout {
     pub m: usize,
     pub couple: bool,
+    /// Harmonics of the terrain beyond the [`HARMONICS`] among the instance's
+    /// constants (a rough profile with more modes): their (aₘ, bₘ) close the set.
+    pub terrain_extra: usize,
 }
 
 impl MatrixLayout {
@@ -178,9 +182,13 @@ impl MatrixLayout {
     pub fn couple_sin(&self) -> usize {
         5 * self.m * self.m + self.m + 2
     }
-    pub fn stride(&self) -> usize {
+    /// (aₘ, bₘ) of the terrain's harmonics m = 9..M, after everything else.
+    pub fn terrain_extra(&self) -> usize {
         let couple = if self.couple { 2 * self.m * self.m } else { 0 };
         4 * self.m * self.m + self.m + 2 + couple
+    }
+    pub fn stride(&self) -> usize {
+        self.terrain_extra() + 2 * self.terrain_extra
     }
 }
 

@@ -80,17 +80,28 @@ impl Context<'_> {
     }
 
     /// The terrain's harmonic m (0-based) as the coefficients (a, b) of sin(mθ) and
-    /// cos(mθ), θ = k·u: Aₘ sin(mθ + φₘ) = Aₘ cos φₘ·sin mθ + Aₘ sin φₘ·cos mθ.
+    /// cos(mθ), θ = k·u: Aₘ sin(mθ + φₘ) = Aₘ cos φₘ·sin mθ + Aₘ sin φₘ·cos mθ
+    /// ((0, 0) beyond the profile's harmonics).
     fn harmonic(&self, m: usize) -> [f64; 2] {
-        let t = &self.robot.terrain;
-        let (s, c) = t.phase[m].sin_cos();
-        [t.amp[m] * c, t.amp[m] * s]
+        harmonic(&self.robot.terrain, m)
     }
 
     /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv.
     fn inertia_share(&self) -> f64 {
         let p = &self.robot.p;
         p.rho / (p.rho + self.h * p.zeta)
+    }
+}
+
+/// Harmonic m (0-based) of `t` as the coefficients (a, b) of sin(mθ) and cos(mθ)
+/// ([`Context::harmonic`]).
+fn harmonic(t: &Profile, m: usize) -> [f64; 2] {
+    match (t.amp.get(m), t.phase.get(m)) {
+        (Some(&amp), Some(phase)) => {
+            let (s, c) = phase.sin_cos();
+            [amp * c, amp * s]
+        }
+        _ => [0.0; 2],
     }
 }
 
@@ -255,6 +266,9 @@ pub struct InstanceRecord {
     flat: bool,
     /// Harmonics of the terrain in use (`Profile::harmonics`).
     harmonics: usize,
+    /// The coefficients (aₘ, bₘ) of the harmonics beyond the [`HARMONICS`] in
+    /// [`Derived`] (m = 9..M of a rough profile with more modes; empty otherwise).
+    pub terrain_extra: Vec<[f64; 2]>,
 }
 
 impl InstanceRecord {
@@ -273,6 +287,9 @@ impl InstanceRecord {
             matrices: MatrixSet::new(&c),
             flat: profile.is_flat(),
             harmonics: profile.harmonics(),
+            terrain_extra: (HARMONICS..profile.harmonics())
+                .map(|m| harmonic(&profile, m))
+                .collect(),
         }
     }
 

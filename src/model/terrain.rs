@@ -6,27 +6,32 @@
 //! and the frame of a contact point on it: depth d = x − X_t + h(y), outward normal
 //! n = c(−1, −σ) and forward tangent t = c(−σ, 1), σ = h′(y), c = 1/√(1 + σ²).
 //!
-//! Every kind is one form, h_p(u) = s·u + Σₘ Aₘ sin(m k u + φₘ), m = 1..8: flat has no
-//! term, the slope only s = tan(angle), the sine one harmonic, the rough eight. The
-//! batch kernels evaluate that form in every lane alike (branch-free: lanes on different
-//! kinds share a block), the m-th harmonic from the first by the angle-addition
-//! recurrence; [`Profile::height`] evaluates each sine directly.
+//! Every kind is one form, h_p(u) = s·u + Σₘ Aₘ sin(m k u + φₘ), m = 1..M: flat has no
+//! term, the slope only s = tan(angle), the sine one harmonic, the rough M =
+//! `terrain_modes`; the sine and the rough profile are tilted by the same s. The batch
+//! kernels evaluate that form in every lane alike (branch-free: lanes on different kinds
+//! share a block), the m-th harmonic from the first by the angle-addition recurrence;
+//! [`Profile::height`] evaluates each sine directly.
 
 use crate::params::{Params, TerrainKind};
 
-/// Harmonics of the `rough` profile.
+/// Harmonics the batch kernels keep among their per-instance constants (the rough
+/// profile's default `terrain_modes`); modes beyond these travel with the instance's
+/// matrix set (src/integrate/record.rs).
 pub const HARMONICS: usize = 8;
 
 /// A terrain profile in the one form every kind shares.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
-    /// s = tan(angle) of the slope (0 for the other kinds).
+    /// s = tan(angle): the slope, and the tilt of the sine and the rough profile (0 on
+    /// flat ground).
     pub slope: f64,
     /// k = 2π/wavelength of the first harmonic.
     pub k: f64,
-    /// Amplitude Aₘ and phase φₘ of harmonic m = 1..8 (Aₘ = 0 where absent).
-    pub amp: [f64; HARMONICS],
-    pub phase: [f64; HARMONICS],
+    /// Amplitude Aₘ and phase φₘ of harmonic m = 1..M (M = 0 on flat ground and on a
+    /// slope, 1 for a sine, `terrain_modes` for the rough profile).
+    pub amp: Vec<f64>,
+    pub phase: Vec<f64>,
     /// y₀: where the profile starts.
     pub start: f64,
     /// L_b: the blend's length.
@@ -46,27 +51,30 @@ impl Profile {
         let mut profile = Profile {
             slope: 0.0,
             k: std::f64::consts::TAU / p.terrain_wavelength,
-            amp: [0.0; HARMONICS],
-            phase: [0.0; HARMONICS],
+            amp: Vec::new(),
+            phase: Vec::new(),
             start: p.terrain_start,
             blend: p.terrain_blend,
         };
+        if p.terrain != TerrainKind::Flat {
+            profile.slope = p.terrain_angle.tan();
+        }
         match p.terrain {
-            TerrainKind::Flat => {}
-            TerrainKind::Slope => profile.slope = p.terrain_angle.tan(),
+            TerrainKind::Flat | TerrainKind::Slope => {}
             TerrainKind::Sine => {
-                profile.amp[0] = p.terrain_height;
-                profile.phase[0] = p.terrain_phase;
+                profile.amp = vec![p.terrain_height];
+                profile.phase = vec![p.terrain_phase];
             }
             TerrainKind::Rough => {
-                let norm = (1..=HARMONICS)
+                let modes = p.terrain_modes;
+                let norm = (1..=modes)
                     .map(|m| 1.0 / (2.0 * (m * m) as f64))
                     .sum::<f64>()
                     .sqrt();
-                for (m, amp) in profile.amp.iter_mut().enumerate() {
-                    *amp = p.terrain_height / ((m + 1) as f64 * norm);
-                }
-                profile.phase = rough_phases(p.terrain_seed as u64);
+                profile.amp = (0..modes)
+                    .map(|m| p.terrain_height / ((m + 1) as f64 * norm))
+                    .collect();
+                profile.phase = rough_phases(p.terrain_seed as u64, modes);
             }
         }
         profile
@@ -92,7 +100,7 @@ impl Profile {
             h: self.slope * u,
             slope: self.slope,
         };
-        for m in 0..HARMONICS {
+        for m in 0..self.amp.len() {
             if self.amp[m] != 0.0 {
                 let mk = (m + 1) as f64 * self.k;
                 let arg = mk * u + self.phase[m];
@@ -176,16 +184,17 @@ impl Frame {
 }
 
 /// The phases φₘ = 2π·((zₘ >> 11)·2⁻⁵³) of the `rough` profile, zₘ the SplitMix64 output
-/// for the state seed + m·0x9E3779B97F4A7C15 (wrapping), m = 1..8.
-pub fn rough_phases(seed: u64) -> [f64; HARMONICS] {
-    std::array::from_fn(|i| {
-        let m = (i + 1) as u64;
-        let mut z = seed.wrapping_add(m.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        std::f64::consts::TAU * ((z >> 11) as f64 * 2f64.powi(-53))
-    })
+/// for the state seed + m·0x9E3779B97F4A7C15 (wrapping), m = 1..modes.
+pub fn rough_phases(seed: u64, modes: usize) -> Vec<f64> {
+    (1..=modes as u64)
+        .map(|m| {
+            let mut z = seed.wrapping_add(m.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            std::f64::consts::TAU * ((z >> 11) as f64 * 2f64.powi(-53))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -224,17 +233,89 @@ mod tests {
         }
     }
 
-    /// The rough profile's RMS over many wavelengths is terrain_height.
+    /// The rough profile's RMS over one wavelength is terrain_height whatever M: the
+    /// mean of N equispaced samples of its square is exact for N > 2M (the harmonics
+    /// are orthogonal on that grid).
     #[test]
-    fn rough_rms_is_the_height() {
-        let pr = profile(TerrainKind::Rough);
-        let n = 200_000;
-        let span = 2.0 * 200.0;
-        let ms = (0..n)
-            .map(|i| pr.raw(span * i as f64 / n as f64).h.powi(2))
-            .sum::<f64>()
-            / n as f64;
-        assert!((ms.sqrt() - 0.05).abs() < 1e-4, "rms {}", ms.sqrt());
+    fn rough_rms_is_the_height_for_any_number_of_modes() {
+        for modes in [1, 2, 8, 13, 256] {
+            let pr = Profile::new(&Params {
+                terrain: TerrainKind::Rough,
+                terrain_modes: modes,
+                terrain_height: 0.07,
+                terrain_wavelength: 3.0,
+                ..Params::default()
+            });
+            assert_eq!(pr.harmonics(), modes);
+            let n = 4096;
+            let ms = (0..n)
+                .map(|i| pr.raw(3.0 * i as f64 / n as f64).h.powi(2))
+                .sum::<f64>()
+                / n as f64;
+            assert!(
+                (ms.sqrt() - 0.07).abs() < 1e-12,
+                "{modes}: rms {}",
+                ms.sqrt()
+            );
+        }
+    }
+
+    /// The default rough ground is eight modes of amplitude H/(m·√(Σ 1/(2m²))) with the
+    /// SplitMix64 phases, evaluated as the sum written out (bit for bit): the norm
+    /// 0.8739056162292914 and the seed-1 phases computed independently (Python).
+    #[test]
+    fn default_rough_ground_is_eight_modes_bit_for_bit() {
+        let p = Params {
+            terrain: TerrainKind::Rough,
+            ..Params::default()
+        };
+        assert_eq!(p.terrain_modes, 8);
+        let pr = Profile::new(&p);
+        let norm = 0.8739056162292914;
+        let phases = [
+            3.559811364734998,
+            4.685884979595577,
+            6.100990234567479,
+            2.7919913037146515,
+            2.7913974407307074,
+            4.793406834189682,
+            5.512544377949957,
+            3.2865280191075485,
+        ];
+        let k = std::f64::consts::TAU / p.terrain_wavelength;
+        for u in [0.0, 0.37, 1.9, 5.5, 41.0] {
+            let mut h = 0.0 * u;
+            for (m, phase) in phases.iter().enumerate() {
+                let mk = (m + 1) as f64 * k;
+                h += p.terrain_height / ((m + 1) as f64 * norm) * (mk * u + phase).sin();
+            }
+            assert_eq!(pr.raw(u).h, h, "at u = {u}");
+        }
+    }
+
+    /// terrain_angle tilts the sine and the rough profile by tan(angle)·u and changes
+    /// nothing else; at angle 0 they are untilted.
+    #[test]
+    fn the_angle_tilts_sine_and_rough() {
+        for kind in [TerrainKind::Sine, TerrainKind::Rough] {
+            let at = |angle: f64| {
+                Profile::new(&Params {
+                    terrain: kind,
+                    terrain_angle: angle,
+                    ..Params::default()
+                })
+            };
+            let (level, tilted) = (at(0.0), at(0.2));
+            assert_eq!(level.slope, 0.0);
+            for u in [-1.0, 0.0, 0.8, 3.3] {
+                let (a, b) = (level.raw(u), tilted.raw(u));
+                assert!((b.h - a.h - 0.2f64.tan() * u).abs() < 1e-15, "{kind:?} {u}");
+                assert!(
+                    (b.slope - a.slope - 0.2f64.tan()).abs() < 1e-14,
+                    "{kind:?} {u}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -285,7 +366,9 @@ mod tests {
             ),
         ];
         for (seed, phases) in expect {
-            assert_eq!(rough_phases(seed), phases, "seed {seed}");
+            assert_eq!(rough_phases(seed, 8), phases, "seed {seed}");
+            // More modes extend the sequence: the first eight stay.
+            assert_eq!(rough_phases(seed, 20)[..8], phases, "seed {seed}");
         }
     }
 }

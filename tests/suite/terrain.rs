@@ -237,3 +237,180 @@ fn an_incline_steeper_than_atan_mu_slides_and_a_gentler_one_creeps() {
         assert_eq!(m.duty_factor, 1.0, "every tip stays on the ground");
     }
 }
+
+/// A tilted sine (uphill) and a tilted rough profile with more modes than the
+/// instance's constants hold (downhill), the front legs on them: every engine agrees
+/// with the reference (the f64 and the compensated f32 GPU kernels included).
+#[test]
+fn tilted_sine_and_rough_agree_across_engines() {
+    let points = [
+        (
+            "tilted sine",
+            point(&[
+                "terrain=sine",
+                "terrain_angle=4deg",
+                "terrain_height=0.04",
+                "terrain_wavelength=1.5",
+                "terrain_start=3.5",
+            ]),
+        ),
+        (
+            "tilted rough, 12 modes",
+            point(&[
+                "terrain=rough",
+                "terrain_angle=-3deg",
+                "terrain_height=0.03",
+                "terrain_modes=12",
+                "terrain_wavelength=4",
+                "terrain_seed=7",
+                "terrain_start=3.5",
+            ]),
+        ),
+    ];
+    let cfgs: Vec<RunConfig> = points.iter().map(|(_, c)| c.clone()).collect();
+    let mut runs = run_engines(&cfgs, "tilted_sine_and_rough_agree_across_engines");
+    if let Some(ctx) = crate::common::gpu::gpu_context("tilted terrain on the f32 kernel") {
+        let f32 = metachron::gpu::GpuContext::new(&metachron::gpu::GpuOptions {
+            precision: metachron::gpu::PrecisionChoice::F32,
+            ..metachron::gpu::GpuOptions::from_env().expect("GPU options")
+        })
+        .expect("an adapter that runs f64 runs f32");
+        drop(ctx);
+        let out = metachron::gpu::GpuEngine::new(&f32)
+            .run(&cfgs)
+            .expect("f32 kernel runs");
+        runs.engines.push(("gpu f32", out));
+    }
+    let mut failures = Vec::new();
+    for (k, ((name, _), r)) in points.iter().zip(&runs.reference).enumerate() {
+        let rm = &r.metrics;
+        assert!(rm.status.is_ok(), "{name}: reference {:?}", rm.status);
+        assert!(rm.duty_factor > 0.0, "{name}: the tips touch the ground");
+        for (engine, results) in &runs.engines {
+            let f = &results[k].metrics;
+            eprintln!(
+                "{engine} {name:>22}: disp {:.6} vs {:.6}, lag {:.6} vs {:.6}, work {:.4} vs {:.4}",
+                f.displacement, rm.displacement, f.mean_lag, rm.mean_lag, f.work, rm.work
+            );
+            failures.extend(disagreements(&format!("{engine} {name}"), f, rm));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// With terrain_height = 0 the sine and the rough profile are the slope at their angle:
+/// the same ground at every y, and the same run to the bit on the reference and the
+/// cpu engine.
+#[test]
+fn sine_and_rough_without_height_are_the_slope() {
+    let slope = ["terrain=slope", "terrain_angle=5deg", "terrain_start=3.5"];
+    let with = |kind: &'static str| {
+        let mut o = slope.to_vec();
+        o[0] = kind;
+        o.extend(["terrain_height=0", "terrain_modes=20", "terrain_seed=3"]);
+        o
+    };
+    let grounds = [slope.to_vec(), with("terrain=sine"), with("terrain=rough")];
+    let profiles: Vec<Profile> = grounds.iter().map(|o| Profile::new(&params(o))).collect();
+    for y in (0..400).map(|i| -2.0 + 0.025 * i as f64) {
+        for pr in &profiles[1..] {
+            assert_eq!(pr.height(y), profiles[0].height(y), "at y = {y}");
+        }
+    }
+    let mut cfgs: Vec<RunConfig> = grounds.iter().map(|o| point(o)).collect();
+    for c in &mut cfgs {
+        c.params.t_final = 1.0;
+    }
+    for engine in [Engine::Reference, Engine::Cpu] {
+        let runs = run_batch(&cfgs, &engine);
+        let m = |k: usize| runs[k].as_ref().unwrap().metrics.clone();
+        assert!(m(0).duty_factor > 0.0);
+        for k in 1..cfgs.len() {
+            assert_eq!(m(k).scalars(), m(0).scalars(), "{engine:?} ground {k}");
+            assert_eq!(m(k).pair_lag, m(0).pair_lag, "{engine:?} ground {k}");
+        }
+    }
+}
+
+/// Lines of `stderr` that warn of `name`.
+fn warnings_of<'a>(stderr: &'a str, name: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:") && l.contains(&format!("`{name}`")))
+        .collect()
+}
+
+/// A value the run cannot use is named once, by a warning, on `simulate` (with
+/// --quiet too) and on a sweep whose axis mixes profiles (once, not per point); values
+/// the run uses, and defaults, warn of nothing.
+#[test]
+fn values_that_cannot_act_warn_once_by_name() {
+    let (code, _, err) = common::bin::run(&[
+        "simulate",
+        "--quiet",
+        "--set",
+        "t_final=0.05",
+        "--set",
+        "terrain_height=0.2",
+        "--set",
+        "v_c=0.05",
+        "--set",
+        "axo_k=2",
+        "--set",
+        "terrain_start=2",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for name in ["terrain_height", "v_c", "axo_k", "terrain_start"] {
+        assert_eq!(warnings_of(&err, name).len(), 1, "{name}: {err}");
+    }
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("warning:")).count(),
+        4,
+        "{err}"
+    );
+    let (code, _, err) = common::bin::run(&[
+        "simulate",
+        "--set",
+        "t_final=0.05",
+        "--set",
+        "terrain=rough",
+        "--set",
+        "terrain_seed=9",
+        "--set",
+        "terrain_modes=10",
+        "--set",
+        "terrain_start=20",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning:"), "{err}");
+
+    let dir = common::scratch("values_that_cannot_act_warn_once_by_name");
+    let spec = dir.join("mixed.toml");
+    std::fs::write(
+        &spec,
+        "name = \"mixed\"\nrepeats = 2\n[base]\nt_final = 0.05\nterrain_seed = 7\n\
+         terrain_phase = 0.5\ndphi = 1.0\n\
+         [[axes]]\nparam = \"terrain\"\nvalues = [\"flat\", \"sine\", \"rough\"]\n\
+         [[axes]]\nparam = \"k_p\"\nvalues = [100, 200]\n",
+    )
+    .unwrap();
+    let (code, _, err) =
+        common::bin::run_in(&["sweep", "mixed.toml", "--dry-run", "--quiet"], &dir);
+    assert_eq!(code, 0, "{err}");
+    // The seed cannot act on flat ground nor on the sine, the phase on flat ground and
+    // on the rough profile, dphi under the random initial phases that repeats > 1
+    // bring: each is named once, however many points it concerns.
+    for name in ["terrain_seed", "terrain_phase", "dphi"] {
+        assert_eq!(warnings_of(&err, name).len(), 1, "{name}: {err}");
+    }
+    assert!(warnings_of(&err, "dphi")[0].contains("random"), "{err}");
+    assert!(
+        warnings_of(&err, "terrain_seed")[0].contains("at 8 of 12 points"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("warning:")).count(),
+        3,
+        "{err}"
+    );
+}

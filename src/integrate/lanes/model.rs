@@ -5,6 +5,7 @@
 use super::simd::{Aligned, Lanes, L};
 use crate::integrate::record::{Derived, InstanceRecord, LegConstants};
 use crate::model::hermite::Dense;
+use crate::model::terrain::HARMONICS;
 use crate::params::KernelParams;
 
 /// A Hermite matrix of one component block in banded form: row i has six nonzero
@@ -292,6 +293,28 @@ pub struct Ground<const W: usize> {
     pub coulomb: bool,
 }
 
+/// The block's harmonic coefficients (aₘ, bₘ), m = 1..(the largest count over the
+/// lanes): the first [`HARMONICS`] from the gathered constants, the rest from each
+/// record's `terrain_extra` (zeros in lanes with fewer, which add exact zeros).
+fn terrain_harmonics<const W: usize>(
+    d: &Derived<L<W>>,
+    r: &[&InstanceRecord; W],
+) -> Vec<[L<W>; 2]> {
+    let count = r.iter().map(|x| x.terrain_harmonics()).max().unwrap_or(0);
+    let extra = (HARMONICS..count).map(|m| {
+        let coef = |j: usize, k: usize| r[j].terrain_extra.get(m - HARMONICS).map_or(0.0, |c| c[k]);
+        [
+            L(std::array::from_fn(|j| coef(j, 0))),
+            L(std::array::from_fn(|j| coef(j, 1))),
+        ]
+    });
+    d.terrain_harmonics()
+        .into_iter()
+        .take(count)
+        .chain(extra)
+        .collect()
+}
+
 impl<const W: usize> BlockModel<W> {
     /// The block of `records` (all of one shape). Lanes beyond `records.len()` repeat
     /// the first record (padding).
@@ -330,11 +353,7 @@ impl<const W: usize> BlockModel<W> {
         });
         let ground = Ground {
             terrain: r.iter().any(|x| !x.terrain_is_flat()),
-            harmonics: d
-                .terrain_harmonics()
-                .into_iter()
-                .take(r.iter().map(|x| x.terrain_harmonics()).max().unwrap_or(0))
-                .collect(),
+            harmonics: terrain_harmonics(&d, &r),
             coulomb: r.iter().any(|x| x.params.mu_c != 0.0),
         };
         let matrices = LegMatrices::new(&r, n_nodes);
