@@ -7,6 +7,9 @@
 
 use std::f64::consts::{FRAC_PI_4, FRAC_PI_8, PI};
 
+/// 7π/8: the default `lag_max`, above which neighbours half a cycle apart alternate.
+const SEVEN_PI_8: f64 = 7.0 * FRAC_PI_8;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::SettingsError;
@@ -25,11 +28,17 @@ pub struct Thresholds {
     pub order_min: f64,
     /// Metachronal when |mean lag| ≥ this (rad), synchronous below.
     pub lag_min: f64,
+    /// Metachronal when |mean lag| ≤ this (rad), antiphase above: neighbours half a
+    /// cycle apart alternate, no wave travels.
+    pub lag_max: f64,
     /// A point is still when every leg frequency |Ω_i| < this (rad/s).
     pub omega_min: f64,
     /// A run is settled when its class is the same on both halves of the window and
     /// its lag order changed by less than this between them.
     pub settle_order_change: f64,
+    /// A metachronal wave has a sense (direct or retrograde) only when the body moved
+    /// at least this far over the run (m).
+    pub d_min: f64,
 }
 
 impl Default for Thresholds {
@@ -39,8 +48,10 @@ impl Default for Thresholds {
             slip_max: FRAC_PI_4,
             order_min: 0.8,
             lag_min: FRAC_PI_8,
+            lag_max: SEVEN_PI_8,
             omega_min: 0.01,
             settle_order_change: 0.1,
+            d_min: 0.1,
         }
     }
 }
@@ -147,6 +158,13 @@ impl MetricsSettings {
                 return bad(f, v, "a finite angle >= 0 (rad)");
             }
         }
+        // A mean lag lies in (−π, π]: a lag_max of π or more leaves no antiphase point.
+        if !(t.lag_max.is_finite() && t.lag_max >= t.lag_min && t.lag_max <= PI) {
+            return bad("lag_max", t.lag_max, "an angle in [lag_min, π] (rad)");
+        }
+        if !(t.d_min.is_finite() && t.d_min >= 0.0) {
+            return bad("d_min", t.d_min, "a finite distance >= 0 (m)");
+        }
         if !(t.omega_min.is_finite() && t.omega_min >= 0.0) {
             return bad("omega_min", t.omega_min, "a finite rate >= 0 (rad/s)");
         }
@@ -159,6 +177,8 @@ impl MetricsSettings {
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     Metachronal,
+    /// Every pair locked, uniform lags, |mean lag| > `lag_max`: an alternation.
+    Antiphase,
     Synchronous,
     Locked,
     Unlocked,
@@ -171,8 +191,9 @@ pub enum Class {
 
 impl Class {
     /// Every class, in output order (one list for summaries, maps and legends).
-    pub const ALL: [Class; 7] = [
+    pub const ALL: [Class; 8] = [
         Class::Metachronal,
+        Class::Antiphase,
         Class::Synchronous,
         Class::Locked,
         Class::Unlocked,
@@ -184,6 +205,7 @@ impl Class {
     pub fn label(&self) -> &'static str {
         match self {
             Class::Metachronal => "metachronal",
+            Class::Antiphase => "antiphase",
             Class::Synchronous => "synchronous",
             Class::Locked => "locked",
             Class::Unlocked => "unlocked",
@@ -204,6 +226,58 @@ impl Class {
     }
 }
 
+/// Which way a metachronal wave runs relative to the walk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaveSense {
+    /// The wave runs the way the body moves.
+    Direct,
+    /// The wave runs against the body's motion.
+    Retrograde,
+}
+
+impl WaveSense {
+    /// Both senses, in output order.
+    pub const ALL: [WaveSense; 2] = [WaveSense::Direct, WaveSense::Retrograde];
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            WaveSense::Direct => "direct",
+            WaveSense::Retrograde => "retrograde",
+        }
+    }
+
+    /// The sense written `label` in datasets.
+    pub fn from_label(label: &str) -> Option<WaveSense> {
+        WaveSense::ALL.into_iter().find(|c| c.label() == label)
+    }
+}
+
+/// A metachronal wave's direction along the body and its sense relative to the walk,
+/// from the class, the mean lag and the displacement (docs/model.md): +1 when the mean
+/// lag is positive (leg i leads leg i+1, the wave runs towards leg N, +y), −1 when it is
+/// negative; direct when the lag's sign is the displacement's, retrograde otherwise, no
+/// sense when |displacement| < `d_min`. Neither for any other class.
+pub fn wave_of(
+    class: Class,
+    mean_lag: f64,
+    displacement: f64,
+    d_min: f64,
+) -> (Option<i8>, Option<WaveSense>) {
+    if class != Class::Metachronal || !mean_lag.is_finite() || mean_lag == 0.0 {
+        return (None, None);
+    }
+    let direction: i8 = if mean_lag > 0.0 { 1 } else { -1 };
+    let sense = (displacement.is_finite() && displacement.abs() >= d_min).then(|| {
+        if (mean_lag > 0.0) == (displacement > 0.0) {
+            WaveSense::Direct
+        } else {
+            WaveSense::Retrograde
+        }
+    });
+    (Some(direction), sense)
+}
+
 /// Declares [`Metrics`] from the scalar metrics' one list
 /// ([`crate::vocabulary::for_each_scalar_metric`]): the struct fields, their output
 /// columns with units ([`METRIC_COLUMNS`]) and their values in that order.
@@ -219,6 +293,12 @@ macro_rules! metrics {
             /// than `settle_order_change`; `None` for a run that is not ok, a half
             /// without samples, or a [`Tally`] without its midpoint snapshot.
             pub settled: Option<bool>,
+            /// +1 / −1: the wave runs from leg 1 towards leg N / back; `None` unless
+            /// metachronal ([`wave_of`]).
+            pub wave_direction: Option<i8>,
+            /// Direct or retrograde; `None` unless metachronal, or when the body moved
+            /// less than `d_min`.
+            pub wave_sense: Option<WaveSense>,
             /// Per neighbour pair: PLV and mean lag.
             pub pair_plv: Vec<f64>,
             pub pair_lag: Vec<f64>,
@@ -539,6 +619,7 @@ impl MetricsAccumulator {
             Status::Ok if still => Class::Still,
             Status::Ok if !all_locked || w.count == 0 => Class::Unlocked,
             Status::Ok if w.lag_order() < th.order_min => Class::Locked,
+            Status::Ok if w.mean_lag().abs() > th.lag_max => Class::Antiphase,
             Status::Ok if w.mean_lag().abs() >= th.lag_min => Class::Metachronal,
             Status::Ok => Class::Synchronous,
         }
@@ -622,6 +703,8 @@ impl MetricsAccumulator {
             .sum::<f64>()
             / n as f64;
         let class = self.classify(status, &w);
+        let (wave_direction, wave_sense) =
+            wave_of(class, mean_lag, displacement, self.thresholds.d_min);
         // A window without samples (a run that failed early) has no window metrics.
         let windowed = |x: f64| if self.win_count == 0 { nan } else { x };
         Metrics {
@@ -642,6 +725,8 @@ impl MetricsAccumulator {
             status,
             class,
             settled: self.settled(status),
+            wave_direction,
+            wave_sense,
             pair_lag: pair_lag.into_iter().map(windowed).collect(),
             pair_plv,
             leg_frequency: w.freq,
@@ -705,7 +790,7 @@ mod tests {
     use super::*;
 
     /// Sweep files and map commands name classes by label: each label reads back as its
-    /// class, and an error's list names all seven.
+    /// class, and an error's list names all eight.
     #[test]
     fn every_class_label_reads_back() {
         for c in Class::ALL {
@@ -714,7 +799,7 @@ mod tests {
         assert_eq!(Class::from_label("Metachronal"), None);
         assert_eq!(
             Class::labels(),
-            "metachronal, synchronous, locked, unlocked, still, diverged, failed"
+            "metachronal, antiphase, synchronous, locked, unlocked, still, diverged, failed"
         );
     }
 
@@ -828,6 +913,104 @@ mod tests {
         let d = acc.finish(Status::Diverged { time: 9.0 });
         assert_eq!(d.class, Class::Diverged);
         assert_eq!(d.settled, None);
+    }
+
+    /// Classes at the lag thresholds: |Δ̄| ≤ lag_max is a wave, above it an alternation,
+    /// on either side of zero; `lag_max` is a setting.
+    #[test]
+    fn antiphase_begins_above_lag_max() {
+        let lag_max = 7.0 * FRAC_PI_8;
+        for sign in [1.0, -1.0] {
+            assert_eq!(
+                wave(sign * (lag_max - 1e-3), |_| 0.5).class,
+                Class::Metachronal
+            );
+            assert_eq!(
+                wave(sign * (lag_max + 1e-3), |_| 0.5).class,
+                Class::Antiphase
+            );
+            assert_eq!(
+                wave(sign * (lag_min_default() + 1e-3), |_| 0.5).class,
+                Class::Metachronal
+            );
+            assert_eq!(
+                wave(sign * (lag_min_default() - 1e-3), |_| 0.5).class,
+                Class::Synchronous
+            );
+        }
+        let m = wave(PI, |_| 0.5);
+        assert_eq!(m.class, Class::Antiphase);
+        assert_eq!((m.wave_direction, m.wave_sense), (None, None));
+        // With lag_max = π every locked uniform lag of at least lag_min is a wave.
+        let p = params(10.0);
+        let mut s = MetricsSettings::default();
+        s.thresholds.lag_max = PI;
+        let mut acc = MetricsAccumulator::new(&p, &s);
+        feed(&mut acc, &s, 10.0, 0..=1000, &|i, t| {
+            -0.5 * t + 3.0 * i as f64
+        });
+        assert_eq!(acc.finish(Status::Ok).class, Class::Metachronal);
+        // A lag_max outside [lag_min, π] is refused, naming it.
+        s.thresholds.lag_max = 3.5;
+        let e = s.validate(10.0).unwrap_err().to_string();
+        assert!(e.contains("lag_max"), "{e}");
+        s.thresholds.lag_max = 0.1;
+        assert!(s.validate(10.0).is_err());
+    }
+
+    fn lag_min_default() -> f64 {
+        Thresholds::default().lag_min
+    }
+
+    /// The body moves towards +y (Y = 0.3 t): a positive lag runs with it (direct), a
+    /// negative one against it (retrograde); below d_min of displacement no sense.
+    #[test]
+    fn wave_direction_and_sense_follow_the_lag_and_the_walk() {
+        let m = wave(std::f64::consts::FRAC_PI_2, |_| 0.5);
+        assert_eq!(m.wave_direction, Some(1));
+        assert_eq!(m.wave_sense, Some(WaveSense::Direct));
+        let m = wave(-std::f64::consts::FRAC_PI_2, |_| 0.5);
+        assert_eq!(m.class, Class::Metachronal);
+        assert_eq!(m.wave_direction, Some(-1));
+        assert_eq!(m.wave_sense, Some(WaveSense::Retrograde));
+        // Walking backwards flips the sense, not the direction.
+        assert_eq!(
+            wave_of(Class::Metachronal, 1.0, -0.5, 0.1),
+            (Some(1), Some(WaveSense::Retrograde))
+        );
+        assert_eq!(
+            wave_of(Class::Metachronal, -1.0, -0.5, 0.1),
+            (Some(-1), Some(WaveSense::Direct))
+        );
+        // |displacement| at d_min has a sense, below it none.
+        assert_eq!(
+            wave_of(Class::Metachronal, 1.0, 0.1, 0.1).1,
+            Some(WaveSense::Direct)
+        );
+        assert_eq!(
+            wave_of(Class::Metachronal, 1.0, 0.0999, 0.1),
+            (Some(1), None)
+        );
+        assert_eq!(
+            wave_of(Class::Metachronal, 1.0, f64::NAN, 0.1),
+            (Some(1), None)
+        );
+        for c in Class::ALL.into_iter().filter(|&c| c != Class::Metachronal) {
+            assert_eq!(wave_of(c, 1.0, 3.0, 0.1), (None, None), "{c:?}");
+        }
+        // d_min is a setting: 3 m of displacement is below a d_min of 3.5 m.
+        let p = params(10.0);
+        let mut s = MetricsSettings::default();
+        s.thresholds.d_min = 3.5;
+        let mut acc = MetricsAccumulator::new(&p, &s);
+        feed(&mut acc, &s, 10.0, 0..=1000, &|i, t| {
+            -0.5 * t + 1.5 * i as f64
+        });
+        let m = acc.finish(Status::Ok);
+        assert_eq!((m.wave_direction, m.wave_sense), (Some(1), None));
+        for label in ["direct", "retrograde"] {
+            assert_eq!(WaveSense::from_label(label).map(|w| w.label()), Some(label));
+        }
     }
 
     #[test]

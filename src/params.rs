@@ -264,6 +264,7 @@ define_params! {
     g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).", kernel;
     psi1: f64 = 0.0, "rad", Range::Finite, "Initial basal angle of leg 1.";
     dphi: f64 = FRAC_PI_2, "rad", Range::Finite, "Initial phase step between neighbouring legs.";
+    phase_jitter: f64 = 0.0, "rad", Range::NonNegative, "Half-width sigma of the uniform offsets in [-sigma, sigma] added to each leg's initial angle psi1 + (i-1) dphi, drawn per run and written as psi_init (0: the exact wave).";
     axo_f: f64 = 0.0, "N/m", Range::Finite, "Amplitude f_A of the axonemal motor force density (0: no internal couple, the paper's run).", kernel;
     axo_omega: f64 = 0.5, "rad/s", Range::Finite, "Angular frequency of the motor force wave.", kernel;
     axo_k: f64 = 0.0, "rad/m", Range::Finite, "Wavenumber k_A of the motor force wave along the leg (0: standing).", kernel;
@@ -341,6 +342,8 @@ pub const PSI_INIT: &str = "psi_init";
 pub const OMEGA_LEGS: &str = "omega_legs";
 pub const AXO_ACTUATED: &str = "axo_actuated";
 pub const TERRAIN: &str = "terrain";
+/// The jittered start's half-width (a scalar of the table, named where sweeps ask for it).
+pub const PHASE_JITTER: &str = "phase_jitter";
 
 /// Names accepted for the per-leg list parameters.
 pub const LIST_PARAMS: &[&str] = &[ACTUATED, PSI_INIT, OMEGA_LEGS, AXO_ACTUATED];
@@ -518,6 +521,21 @@ impl Params {
             Some(list) => list[i],
             None => self.psi1 + i as f64 * self.dphi,
         }
+    }
+
+    /// The initial angles of a run whose start is jittered: the wave ψ_1 + (i−1)Δφ plus
+    /// one offset per leg, `phase_jitter`·(2u − 1) with u uniform in [0, 1) from
+    /// `uniform`. `None` without a jitter or when `psi_init` is given (it overrides the
+    /// wave, jittered or not).
+    pub fn jittered_start(&self, mut uniform: impl FnMut() -> f64) -> Option<Vec<f64>> {
+        if self.phase_jitter == 0.0 || self.psi_init.is_some() {
+            return None;
+        }
+        Some(
+            (0..self.n_legs)
+                .map(|i| self.initial_angle(i) + self.phase_jitter * (2.0 * uniform() - 1.0))
+                .collect(),
+        )
     }
 
     /// Target rate of leg `i` (0-based).
@@ -914,6 +932,31 @@ mod tests {
         assert_eq!(p.actuated.len(), 9);
         assert_eq!(p.k_p, 500.0);
         assert!((p.dphi - FRAC_PI_2).abs() < 1e-15);
+    }
+
+    /// A jittered start: within σ of the wave leg by leg, the offsets the draws' (2u − 1)σ;
+    /// nothing drawn without a jitter or with an explicit psi_init.
+    #[test]
+    fn jittered_start_offsets_the_wave_by_at_most_sigma() {
+        let mut p = Params::default();
+        assert_eq!(p.jittered_start(|| 0.9), None);
+        assert!(spec(PHASE_JITTER).is_some_and(|s| s.range == Range::NonNegative));
+        p.phase_jitter = 0.3;
+        let draws = [0.0, 0.5, 0.75, 1.0 - f64::EPSILON];
+        let mut k = 0;
+        let psi = p
+            .jittered_start(|| {
+                k += 1;
+                draws[(k - 1) % 4]
+            })
+            .unwrap();
+        assert_eq!(psi.len(), 9);
+        for (i, a) in psi.iter().enumerate() {
+            let want = i as f64 * FRAC_PI_2 + 0.3 * (2.0 * draws[i % 4] - 1.0);
+            assert!((a - want).abs() < 1e-15, "leg {i}: {a} vs {want}");
+        }
+        p.psi_init = Some(vec![0.0; 9]);
+        assert_eq!(p.jittered_start(|| 0.9), None);
     }
 
     #[test]

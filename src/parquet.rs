@@ -549,6 +549,20 @@ pub fn push_metric_columns(t: &mut TableBuilder, rows: &[&Metrics]) {
             rows.iter().map(|m| m.settled).collect::<Vec<_>>(),
         )),
     );
+    t.push(
+        field(voc::WAVE_DIRECTION, DataType::Int8, "1"),
+        Arc::new(arrow_array::Int8Array::from(
+            rows.iter().map(|m| m.wave_direction).collect::<Vec<_>>(),
+        )),
+    );
+    t.push(
+        field(voc::WAVE_SENSE, DataType::Utf8, ""),
+        Arc::new(arrow_array::StringArray::from(
+            rows.iter()
+                .map(|m| m.wave_sense.map(|w| w.label()))
+                .collect::<Vec<_>>(),
+        )),
+    );
     t.f64_list(
         voc::PAIR_PLV,
         "1",

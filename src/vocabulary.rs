@@ -10,6 +10,8 @@
 pub enum Kind {
     Float,
     UInt,
+    /// A small signed integer (nullable).
+    Int,
     Bool,
     Text,
     FloatList,
@@ -107,6 +109,8 @@ columns! {
     STATUS_TIME = "status_time": Float, "s", None, "the time the run reached (t_final when ok)";
     CLASS = "class": Text, "", Fraction, "the coordination class over the evaluation window";
     SETTLED = "settled": Bool, "", Fraction, "the same class on both halves of the window (null: unknown)";
+    WAVE_DIRECTION = "wave_direction": Int, "1", None, "+1: the wave runs from leg 1 towards leg N (+y), −1: back (null unless metachronal)";
+    WAVE_SENSE = "wave_sense": Text, "", Fraction, "direct: the wave runs the way the body moved, retrograde: against it (null unless metachronal and |displacement| ≥ d_min)";
     PAIR_PLV = "pair_plv": FloatList, "1", None, "phase-locking value per neighbour pair";
     PAIR_LAG = "pair_lag": FloatList, "rad", None, "mean lag per neighbour pair";
     LEG_FREQUENCY = "leg_frequency": FloatList, "rad/s", None, "frequency Ω_i per leg";

@@ -70,6 +70,7 @@ fn kind(k: Kind) -> &'static str {
     match k {
         Kind::Float => "float",
         Kind::UInt => "uint",
+        Kind::Int => "int",
         Kind::Bool => "bool",
         Kind::Text => "text",
         Kind::FloatList => "list<float>",

@@ -143,6 +143,18 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     }
     cfg.point_timeout = a.point_timeout;
     cfg.until_settled = a.until_settled;
+    // A jittered start is drawn as a sweep's point 0 of seed 0; the angles are the
+    // run's psi_init (printed below, written with its parameters).
+    let jittered = cfg.params.psi_init.is_none() && cfg.params.phase_jitter > 0.0;
+    metachron::sweep::plan::resolve_jitter(&mut cfg.params, 0, 0);
+    if let (true, Some(psi)) = (jittered, &cfg.params.psi_init) {
+        let list: Vec<String> = psi.iter().map(|x| format!("{x:.4}")).collect();
+        eprintln!(
+            "jittered start (phase_jitter = {} rad): psi_init = [{}]",
+            cfg.params.phase_jitter,
+            list.join(", ")
+        );
+    }
     // The message says the parameter; where it came from (--config, --set) is the user's.
     cfg.validate().map_err(|e| anyhow::anyhow!(e.detail()))?;
     if a.until_settled.is_some() {
@@ -486,6 +498,14 @@ fn print_summary(plan: &Plan, r: &PointResult) {
             None => "unknown",
         }
     );
+    if let Some(d) = m.wave_direction {
+        println!(
+            "  wave                 direction {d:+}, {}",
+            m.wave_sense
+                .map(|w| w.label())
+                .unwrap_or("no sense (the body hardly moved)")
+        );
+    }
     println!("  lag order R          {:.6}", m.lag_order);
     println!("  mean lag             {:.3} deg", deg(m.mean_lag));
     println!("  min PLV              {:.6}", m.min_plv);

@@ -122,7 +122,7 @@ impl Manifest {
                     .unwrap_or("unknown")
                     .to_string(),
                 ours: crate::VERSION,
-                advice: VERSION_ADVICE,
+                advice: version_advice(found),
             });
         }
         serde_json::from_value(value)
@@ -172,6 +172,19 @@ impl Manifest {
 
 const VERSION_ADVICE: &str = "write a new dataset with another --out, or read this one with the \
                               metachron that wrote it";
+
+/// What to do with a dataset of format `found`: format 2 classes differ from this
+/// format's, so its rows are never read as this format's.
+fn version_advice(found: u64) -> &'static str {
+    if found == 2 {
+        "format 2 has no `antiphase` class (its `metachronal` rows include neighbours half a \
+         cycle apart, an alternation that travels nowhere) and no `wave_direction` or \
+         `wave_sense`: run its sweep again with another --out (the sweep file's text is in \
+         its metachron-dataset.json), or read it with the metachron that wrote it"
+    } else {
+        VERSION_ADVICE
+    }
+}
 
 fn layout(n: usize) -> String {
     if n == 1 {

@@ -167,6 +167,15 @@ fn digest_array(h: &mut Fnv, a: &dyn Array) -> Result<(), String> {
             let v = if null(h, i) { 0 } else { x.value(i) as u64 };
             h.u64(v);
         }
+    } else if let Some(x) = any.downcast_ref::<arrow_array::Int8Array>() {
+        for i in 0..x.len() {
+            let v = if null(h, i) {
+                0
+            } else {
+                x.value(i) as i64 as u64
+            };
+            h.u64(v);
+        }
     } else if let Some(x) = any.downcast_ref::<Float64Array>() {
         for i in 0..x.len() {
             let v = if null(h, i) { 0 } else { x.value(i).to_bits() };

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use arrow_array::{
-    Array, BooleanArray, Float64Array, ListArray, StringArray, UInt32Array, UInt64Array,
+    Array, BooleanArray, Float64Array, Int8Array, ListArray, StringArray, UInt32Array, UInt64Array,
 };
 
 use crate::dataset::part::{part_schema, point_ids_of};
@@ -72,6 +72,17 @@ fn column_of(a: &dyn Array) -> Option<Column> {
         return Some(Column::Num(
             (0..x.len())
                 .map(|i| if x.is_null(i) { f64::NAN } else { x.value(i) })
+                .collect(),
+        ));
+    }
+    if let Some(x) = any.downcast_ref::<Int8Array>() {
+        // Null (not defined for this row) as NaN.
+        return Some(Column::Num(
+            (0..x.len())
+                .map(|i| match x.is_null(i) {
+                    true => f64::NAN,
+                    false => f64::from(x.value(i)),
+                })
                 .collect(),
         ));
     }

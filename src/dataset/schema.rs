@@ -13,8 +13,10 @@ use crate::dataset::Shard;
 /// with both versions named, never quarantined. 2: the manifest and checksums; rows
 /// with integer parameters as integers and the per-leg lists (`actuated`, `psi_init`,
 /// `omega_legs`, `axo_actuated`) as list columns; each part names the scheme that ran
-/// with its settings only.
-pub const FORMAT_VERSION: u32 = 2;
+/// with its settings only. 3: the `antiphase` class (format 2 called those rows
+/// `metachronal`), the `wave_direction` and `wave_sense` columns, `lag_max` and `d_min`
+/// among the thresholds.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Datasets written before the manifest existed (parts only, no checksums).
 pub const LEGACY_FORMAT_VERSION: u32 = 1;
@@ -147,6 +149,7 @@ pub use crate::vocabulary::{
     BACKEND as COL_BACKEND, CLASS as COL_CLASS, COMBO as COL_COMBO, ERROR as COL_ERROR,
     LEVEL as COL_LEVEL, POINT_ID as COL_POINT_ID, REPEAT as COL_REPEAT, SCHEME as COL_SCHEME,
     SETTLED as COL_SETTLED, STATUS as COL_STATUS, STEP as COL_STEP,
+    WAVE_DIRECTION as COL_WAVE_DIRECTION, WAVE_SENSE as COL_WAVE_SENSE,
 };
 
 #[cfg(test)]

@@ -448,6 +448,14 @@ fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
                 format!("{:.2} deg", m.mean_lag.to_degrees()),
             ),
             ("min PLV".into(), format!("{:.4}", m.min_plv)),
+            (
+                "wave".into(),
+                match (m.wave_direction, m.wave_sense) {
+                    (Some(d), Some(w)) => format!("{d:+}, {}", w.label()),
+                    (Some(d), None) => format!("{d:+}"),
+                    _ => "none".into(),
+                },
+            ),
             ("mean speed".into(), format!("{:.4} m/s", m.mean_speed)),
             (
                 voc::metric::displacement.into(),

@@ -12,10 +12,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::dataset::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, META_SWEEP_NAME};
+use crate::dataset::schema::{COL_CLASS, COL_COMBO, COL_LEVEL, COL_WAVE_SENSE, META_SWEEP_NAME};
 use crate::dataset::{Column, Rows};
 use crate::error::OutputError;
-use crate::metrics::Class;
+use crate::metrics::{Class, WaveSense};
 use crate::sweep::summary::{wilson, Z95};
 use crate::vocabulary::metric;
 
@@ -393,6 +393,7 @@ fn viridis(u: f64) -> RGBColor {
 fn class_colour(c: Class) -> RGBColor {
     match c {
         Class::Metachronal => RGBColor(44, 160, 44),
+        Class::Antiphase => RGBColor(23, 190, 207),
         Class::Synchronous => RGBColor(31, 119, 180),
         Class::Locked => RGBColor(148, 103, 189),
         Class::Unlocked => RGBColor(255, 187, 120),
@@ -413,12 +414,18 @@ enum Quantity {
     Fraction { class: Class, marked: bool },
     /// The mean of a numeric column.
     Metric,
+    /// The waves' sense: the mean of +1 (direct) and −1 (retrograde) over the runs
+    /// whose wave has one.
+    Sense,
 }
 
 impl Quantity {
     fn parse(metric: &str, out: &Path) -> Result<Quantity, OutputError> {
         if metric == COL_CLASS {
             return Ok(Quantity::Class);
+        }
+        if metric == COL_WAVE_SENSE {
+            return Ok(Quantity::Sense);
         }
         let (label, marked) = match (
             metric.strip_prefix("fraction:"),
@@ -586,6 +593,12 @@ fn aggregate(
                 let (lo, hi) = wilson(m, rows.len(), Z95);
                 c.wide[k] = marked && hi - lo > ci_width;
             }
+            Quantity::Sense => {
+                let Some(Column::Text(v)) = ds.column(COL_WAVE_SENSE) else {
+                    return Err(err(out, "the dataset has no `wave_sense` column"));
+                };
+                c.num[k] = sense_mean(v, rows);
+            }
             Quantity::Metric => {
                 let Some(Column::Num(v)) = ds.column(&req.metric) else {
                     return Err(err(
@@ -614,6 +627,20 @@ fn most_frequent_class(cls: &[String], rows: &[usize]) -> Option<Class> {
         }
     }
     best.map(|(cl, _)| cl)
+}
+
+/// Mean over `rows` of +1 for a direct wave and −1 for a retrograde one (NaN when no
+/// row has a sense): 1 where every wave runs with the walk, −1 where every one runs
+/// against it.
+fn sense_mean(v: &[String], rows: &[usize]) -> f64 {
+    let signs: Vec<f64> = rows
+        .iter()
+        .filter_map(|&r| match WaveSense::from_label(&v[r])? {
+            WaveSense::Direct => Some(1.0),
+            WaveSense::Retrograde => Some(-1.0),
+        })
+        .collect();
+    finite_mean(&signs, &(0..signs.len()).collect::<Vec<_>>())
 }
 
 /// Mean of the finite values of `v` at `rows` (NaN when none is): diverged runs leave
@@ -645,6 +672,7 @@ fn colour_range(q: Quantity, metric: &str, num: &[f64], fixed: Option<(f64, f64)
     let (lo, hi) = match q {
         Quantity::Fraction { .. } if hi > 0.0 => (0.0, round_up(hi).min(1.0)),
         Quantity::Fraction { .. } => (0.0, 1.0),
+        Quantity::Sense => (-1.0, 1.0),
         _ if UNIT_METRICS.contains(&metric) => (0.0, 1.0),
         _ if !lo.is_finite() => (0.0, 1.0),
         _ => (lo, hi),
@@ -679,6 +707,11 @@ fn what(req: &MapRequest, q: Quantity) -> String {
     match q {
         Quantity::Class => "class (most frequent)".to_string(),
         Quantity::Fraction { class, .. } => format!("fraction of runs {}", class.label()),
+        Quantity::Sense => format!(
+            "wave sense (+1 all {}, -1 all {})",
+            WaveSense::Direct.label(),
+            WaveSense::Retrograde.label()
+        ),
         Quantity::Metric => match crate::metrics::METRIC_COLUMNS
             .iter()
             .find(|(m, u)| *m == req.metric && *u != "1")

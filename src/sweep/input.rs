@@ -22,6 +22,8 @@ pub struct RawSweep {
     /// ([`crate::sweep::repeats::RawRepeats`]).
     pub repeats: Option<toml::Value>,
     pub random_phases: Option<bool>,
+    /// Every repeat runs on its own `rough` ground (its own `terrain_seed`).
+    pub terrain_seed_per_repeat: Option<bool>,
     pub combine: Option<Combine>,
     /// Parameters, as in a `simulate --config` file.
     #[serde(default)]

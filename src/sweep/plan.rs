@@ -18,6 +18,29 @@ pub const MAX_PLANNED_POINTS: usize = 2_000_000;
 /// Tag of the random-phase streams (kept apart from the axes' streams).
 const PHASE_STREAM: u64 = 0x5048_4153_4553; // "PHASES"
 
+/// Tag of the jittered-start streams.
+const JITTER_STREAM: u64 = 0x4A49_5454_4552; // "JITTER"
+
+/// Tag of the per-repeat terrain seeds.
+const TERRAIN_STREAM: u64 = 0x5445_5252_4149_4E; // "TERRAIN"
+
+/// Resolve a jittered start (`phase_jitter` > 0, no `psi_init`) into `psi_init`, its
+/// offsets drawn from the stream of (`seed`, `point_id`): a sweep's point, or a single
+/// run as point 0 of seed 0. Nothing changes without a jitter.
+pub fn resolve_jitter(params: &mut crate::Params, seed: u64, point_id: u64) {
+    let mut rng = SplitMix64::derive(seed, &[JITTER_STREAM, point_id]);
+    if let Some(psi) = params.jittered_start(|| rng.next_f64()) {
+        params.psi_init = Some(psi);
+    }
+}
+
+/// The ground of repeat `repeat` when every repeat has its own (`terrain_seed_per_repeat`):
+/// a seed in [0, 2^32) drawn from (`seed`, `repeat`), the same for every combination, so
+/// that combinations are compared on the same set of grounds.
+pub fn repeat_terrain_seed(seed: u64, repeat: u64) -> usize {
+    (SplitMix64::derive(seed, &[TERRAIN_STREAM, repeat]).next_u64() >> 32) as usize
+}
+
 /// One point of a sweep.
 #[derive(Debug, Clone)]
 pub struct PlannedPoint {
@@ -93,6 +116,10 @@ pub fn combo_points(
             let mut rng = SplitMix64::derive(spec.seed, &[PHASE_STREAM, point_id]);
             cfg.params.psi_init = Some((0..params.n_legs).map(|_| TAU * rng.next_f64()).collect());
         }
+        if spec.terrain_seed_per_repeat {
+            cfg.params.terrain_seed = repeat_terrain_seed(spec.seed, r);
+        }
+        resolve_jitter(&mut cfg.params, spec.seed, point_id);
         cfg.validate().map_err(|e| point_err(point_id, e))?;
         points.push(PlannedPoint {
             point_id,

@@ -4,7 +4,9 @@
 //! name = "small-coupling"
 //! seed = 1                  # random axes and random initial phases (default 0)
 //! repeats = 1               # runs per parameter combination (default 1)
-//! random_phases = false     # random initial basal angles (default: repeats > 1)
+//! random_phases = false     # random initial basal angles (default: repeats > 1 with
+//!                           # neither a phase_jitter nor terrain_seed_per_repeat)
+//! terrain_seed_per_repeat = false  # every repeat on its own rough ground (default false)
 //! combine = "product"       # or "zip": how the axes' values combine
 //! [base]                    # parameters, as in a `simulate --config` file
 //! t_final = 3.0
@@ -32,7 +34,7 @@ use std::path::Path;
 use crate::error::ParamError;
 use crate::params::{
     is_param, is_text_param, parse_number, spec, unknown_param, ParamSpec, Params, CHOICE_PARAMS,
-    LIST_PARAMS, MASK_PARAMS,
+    LIST_PARAMS, MASK_PARAMS, PHASE_JITTER,
 };
 use crate::simulate::{ConfigError, RunConfig, SETTINGS_TABLES};
 use crate::sweep::axis::{spaced_value, Axis, AxisKind, SweepAxes, MAX_POINTS};
@@ -54,6 +56,9 @@ pub struct SweepSpec {
     pub seed: u64,
     pub repeats: usize,
     pub random_phases: bool,
+    /// Every repeat runs with its own `terrain_seed`
+    /// ([`crate::sweep::plan::repeat_terrain_seed`]), written in its row.
+    pub terrain_seed_per_repeat: bool,
     /// Parameters of `[base]` as written.
     pub base: toml::Table,
     /// Base configuration: `[base]` parameters and the `[solver]`, `[metrics]`,
@@ -168,6 +173,56 @@ impl SweepSpec {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// What the repeats vary, checked together: random phases replace a jittered start
+    /// (never silently), and per-repeat terrain seeds replace any `terrain_seed` given and
+    /// act on `rough` ground only. `random_phases` is the file's own value.
+    fn check_repeat_inputs(&self, random_phases: &Option<bool>) -> Result<(), SweepError> {
+        let err = |key: &str, message: String| SweepError::Key {
+            file: self.file.clone(),
+            key: key.into(),
+            message,
+        };
+        let jitter = self.base.contains_key(PHASE_JITTER) || self.axis(PHASE_JITTER).is_some();
+        if jitter && *random_phases == Some(true) {
+            return Err(err(
+                "random_phases",
+                "random initial phases replace every point's start, so the `phase_jitter` \
+                 given would never act: remove one of them"
+                    .into(),
+            ));
+        }
+        if !self.terrain_seed_per_repeat {
+            return Ok(());
+        }
+        let seed = "terrain_seed";
+        if self.base.contains_key(seed) || self.axis(seed).is_some() {
+            return Err(err(
+                "terrain_seed_per_repeat",
+                "every repeat gets its own `terrain_seed`, which would replace the one given \
+                 in [base] or swept: remove it"
+                    .into(),
+            ));
+        }
+        let rough = crate::params::TerrainKind::Rough.label();
+        let base_rough = self
+            .base
+            .get(crate::params::TERRAIN)
+            .and_then(toml::Value::as_str)
+            == Some(rough);
+        let swept_rough = self
+            .axis(crate::params::TERRAIN)
+            .is_some_and(|a| a.values.iter().any(|v| v.as_str() == Some(rough)));
+        if !(base_rough || swept_rough) {
+            return Err(err(
+                "terrain_seed_per_repeat",
+                "the terrain seed shapes `rough` ground only: set `terrain = \"rough\"` in \
+                 [base] (or sweep it), or remove the option"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// The base must be valid in every field that no axis replaces.
@@ -290,6 +345,7 @@ impl RawSweep {
             seed: head.seed,
             repeats: head.repeats,
             random_phases: head.random_phases,
+            terrain_seed_per_repeat: head.terrain_seed_per_repeat,
             base,
             config,
             axes,
@@ -305,6 +361,7 @@ impl RawSweep {
         spec.check_base()?;
         spec.check_axis_values()?;
         spec.check_phase_axis()?;
+        spec.check_repeat_inputs(&self.random_phases)?;
         Ok(spec)
     }
 }
@@ -318,6 +375,7 @@ struct Header {
     adaptive: Option<AdaptiveRepeats>,
     until_settled: Option<f64>,
     random_phases: bool,
+    terrain_seed_per_repeat: bool,
     zip_all: bool,
 }
 
@@ -346,10 +404,24 @@ impl Header {
             repeats,
             adaptive,
             until_settled,
-            random_phases: raw.random_phases.unwrap_or(repeats > 1),
+            // Repeats that perturb the wave or change the ground ask about the wave's
+            // robustness: they start from it unless random phases are asked for.
+            random_phases: raw.random_phases.unwrap_or(
+                repeats > 1 && !jitter_asked(raw) && raw.terrain_seed_per_repeat != Some(true),
+            ),
+            terrain_seed_per_repeat: raw.terrain_seed_per_repeat.unwrap_or(false),
             zip_all: raw.combine == Some(Combine::Zip),
         })
     }
+}
+
+/// Whether the file asks for a jittered start: `phase_jitter` in `[base]` or swept.
+fn jitter_asked(raw: &RawSweep) -> bool {
+    raw.base.contains_key(PHASE_JITTER)
+        || raw
+            .axes
+            .iter()
+            .any(|a| a.get("param").and_then(toml::Value::as_str) == Some(PHASE_JITTER))
 }
 
 /// `[base]` as written: known parameters only, and no `psi_init` that random phases

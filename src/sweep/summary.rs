@@ -8,12 +8,12 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 
 use crate::dataset::schema::{
-    COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED, META_CHUNK_WALL, META_INCOMPLETE, META_INTERVAL,
-    META_SUMMARY_OF,
+    COL_CLASS, COL_COMBO, COL_LEVEL, COL_SETTLED, COL_WAVE_SENSE, META_CHUNK_WALL, META_INCOMPLETE,
+    META_INTERVAL, META_SUMMARY_OF,
 };
 use crate::dataset::{Column, Rows};
 use crate::error::OutputError;
-use crate::metrics::Class;
+use crate::metrics::{Class, WaveSense};
 use crate::params::{CHOICE_PARAMS, LIST_PARAMS, MASK_PARAMS, OMEGA_LEGS, PSI_INIT, SCALAR_PARAMS};
 use crate::parquet::TableBuilder;
 use crate::vocabulary::{self as voc, metric, Aggregate, METRICS};
@@ -186,8 +186,16 @@ pub fn summarize(ds: &Rows, dir: &Path) -> Result<(RecordBatch, usize), OutputEr
                 .map(|&l| (l, list_unit(l))),
         )
         .chain(CHOICE_PARAMS.iter().map(|&c| (c, "")));
+    // A parameter that differs between a combination's runs (the terrain's seed when
+    // every repeat has its own ground) describes runs, not the combination: left out.
+    let varies = |v: &[f64]| {
+        groups
+            .values()
+            .any(|rows| rows.iter().any(|&r| v[r].to_bits() != v[rows[0]].to_bits()))
+    };
     for (name, unit) in params {
         match ds.column(name) {
+            Some(Column::Num(v)) if varies(v) => {}
             Some(Column::Num(v)) if integer(name) => {
                 t.u32(name, unit, first.iter().map(|&r| v[r] as u32).collect())
             }
@@ -229,6 +237,23 @@ pub fn summarize(ds: &Rows, dir: &Path) -> Result<(RecordBatch, usize), OutputEr
         t.f64(&voc::fraction_bound(c.label(), "hi"), "1", hi);
     }
     t.f64(voc::CI_WIDTH_MAX, "1", widest);
+    if let Some(Column::Text(sense)) = ds.column(COL_WAVE_SENSE) {
+        // Over all the combination's runs: fraction_direct + fraction_retrograde is at
+        // most fraction_metachronal (a wave of a robot that hardly moved has no sense).
+        for w in WaveSense::ALL {
+            let (mut f, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
+            for rows in groups.values() {
+                let k = rows.iter().filter(|&&r| sense[r] == w.label()).count();
+                let (l, h) = wilson(k, rows.len(), Z95);
+                f.push(k as f64 / rows.len() as f64);
+                lo.push(l);
+                hi.push(h);
+            }
+            t.f64(&voc::fraction(w.label()), "1", f);
+            t.f64(&voc::fraction_bound(w.label(), "lo"), "1", lo);
+            t.f64(&voc::fraction_bound(w.label(), "hi"), "1", hi);
+        }
+    }
     if let Some(Column::Num(settled)) = ds.column(COL_SETTLED) {
         // Over the runs whose `settled` is known (null on backends without the sums).
         t.f64(

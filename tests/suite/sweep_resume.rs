@@ -151,6 +151,8 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     assert_eq!(ty("n_legs"), DataType::UInt32);
     assert_eq!(ty("alpha"), DataType::Float64);
     assert_eq!(ty("class"), DataType::Utf8);
+    assert_eq!(ty("wave_direction"), DataType::Int8);
+    assert_eq!(ty("wave_sense"), DataType::Utf8);
     assert_eq!(ty("step"), DataType::Float64);
     assert_eq!(unit("alpha").as_deref(), Some("N/m"));
     assert_eq!(unit("mean_lag").as_deref(), Some("rad"));

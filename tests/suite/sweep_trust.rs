@@ -413,7 +413,12 @@ fn a_dataset_of_another_format_version_is_refused_naming_both_and_never_moved() 
         let t = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
         assert!(
-            t.contains("format 1") && t.contains("format 2") && t.contains("without a manifest"),
+            t.contains("format 1")
+                && t.contains(&format!(
+                    "format {}",
+                    metachron::dataset::schema::FORMAT_VERSION
+                ))
+                && t.contains("without a manifest"),
             "{args:?}: {t}"
         );
     }
@@ -444,6 +449,29 @@ fn a_dataset_of_another_format_version_is_refused_naming_both_and_never_moved() 
         assert_eq!(o.status.code(), Some(2), "{t}");
         assert!(
             t.contains(&format!("format {}", v + 1)) && t.contains(&format!("format {v}")),
+            "{t}"
+        );
+    }
+    assert_eq!(snapshot(&ds2), before);
+
+    // Format 2 called alternations metachronal and had no wave columns: refused by
+    // readers and writers alike, saying why and what to do, never mixed with new rows.
+    std::fs::write(
+        &m,
+        t.replace(&format!("\"format_version\": {v}"), "\"format_version\": 2"),
+    )
+    .unwrap();
+    let before = snapshot(&ds2);
+    for args in [
+        vec!["check", s(&ds2)],
+        vec!["summarize", s(&ds2), "--out", s(&sum)],
+        vec!["sweep", s(&file), "--out", s(&ds2), "--resume", "--quiet"],
+    ] {
+        let o = bin(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(
+            t.contains("format 2") && t.contains("antiphase") && t.contains("another --out"),
             "{t}"
         );
     }
