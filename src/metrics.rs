@@ -268,13 +268,13 @@ pub fn wave_of(
         return (None, None);
     }
     let direction: i8 = if mean_lag > 0.0 { 1 } else { -1 };
-    let sense = (displacement.is_finite() && displacement.abs() >= d_min).then(|| {
+    let sense = (displacement.is_finite() && displacement.abs() >= d_min).then_some(
         if (mean_lag > 0.0) == (displacement > 0.0) {
             WaveSense::Direct
         } else {
             WaveSense::Retrograde
-        }
-    });
+        },
+    );
     (Some(direction), sense)
 }
 

@@ -22,7 +22,7 @@ const PHASE_STREAM: u64 = 0x5048_4153_4553; // "PHASES"
 const JITTER_STREAM: u64 = 0x4A49_5454_4552; // "JITTER"
 
 /// Tag of the per-repeat terrain seeds.
-const TERRAIN_STREAM: u64 = 0x5445_5252_4149_4E; // "TERRAIN"
+const TERRAIN_STREAM: u64 = 0x0054_4552_5241_494E; // "TERRAIN"
 
 /// Resolve a jittered start (`phase_jitter` > 0, no `psi_init`) into `psi_init`, its
 /// offsets drawn from the stream of (`seed`, `point_id`): a sweep's point, or a single
