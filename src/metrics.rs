@@ -602,7 +602,10 @@ impl MetricsAccumulator {
         let (t0, y0) = self.win_start.unwrap_or((nan, nan));
         // Decided here, from the running maximum every engine keeps.
         let status = match status {
-            Status::Ok if !(self.max_inext <= crate::sample::MAX_INEXTENSIBILITY) => {
+            Status::Ok
+                if self.max_inext > crate::sample::MAX_INEXTENSIBILITY
+                    || self.max_inext.is_nan() =>
+            {
                 Status::InvalidModel {
                     time: t_end,
                     max_inext: self.max_inext,

@@ -87,15 +87,20 @@ fn mknod_null(p: &Path) -> bool {
 fn kind(p: &Path) -> String {
     use std::os::unix::fs::FileTypeExt;
     let ft = std::fs::symlink_metadata(p).unwrap().file_type();
-    match () {
-        _ if ft.is_symlink() => "link",
-        _ if ft.is_fifo() => "fifo",
-        _ if ft.is_char_device() => "char",
-        _ if ft.is_dir() => "dir",
-        _ if ft.is_file() => "file",
-        _ => "other",
-    }
-    .to_string()
+    let name = if ft.is_symlink() {
+        "link"
+    } else if ft.is_fifo() {
+        "fifo"
+    } else if ft.is_char_device() {
+        "char"
+    } else if ft.is_dir() {
+        "dir"
+    } else if ft.is_file() {
+        "file"
+    } else {
+        "other"
+    };
+    name.to_string()
 }
 
 #[test]

@@ -465,7 +465,9 @@ fn hostile_probe() {
                     if m.status.label() == "invalid_model" {
                         invalid_model += 1;
                     }
-                    if m.status.is_ok() && !(m.max_inextensibility <= MAX_INEXTENSIBILITY) {
+                    let above = m.max_inextensibility > MAX_INEXTENSIBILITY
+                        || m.max_inextensibility.is_nan();
+                    if m.status.is_ok() && above {
                         invalid_ok += 1;
                         println!("OK ABOVE THE LIMIT: {sets:?}: {}", m.max_inextensibility);
                     }
