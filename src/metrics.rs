@@ -788,7 +788,7 @@ mod tests {
         let p = params(10.0);
         let s = MetricsSettings::default();
         let mut acc = MetricsAccumulator::new(&p, &s);
-        let psi = |i: usize, t: f64| wrap(-0.5 * t + i as f64 * FRAC_PI_2);
+        let psi = |i: usize, t: f64| wrap(-0.5 * t + i as f64 * FRAC_PI_4 * 2.0);
         for k in 0..=s.sample_count(p.t_final) {
             let t = s.sample_time(k, p.t_final);
             let mut x = sample(t, (0..4).map(|i| psi(i, t)).collect());

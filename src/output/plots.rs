@@ -503,7 +503,7 @@ pub fn model_figure(robot: &Robot, path: &Path) -> Result<(), OutputError> {
     let height = ((width - 40) as f64 * (top - bottom) / (2.0 * half)) as u32 + 60;
     write_png(path, (width, height), |root| {
         root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .caption(
                 format!(
                     "metachron's robot at t = 0 (N = {}, n = {}; x points down, y along the body)",

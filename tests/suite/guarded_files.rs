@@ -374,8 +374,7 @@ fn a_refined_axis_named_twice_is_refused() {
         )
     );
     let e = SweepSpec::from_str_named(&text, "dup.toml", "dup")
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(e.contains("`alpha` is listed twice"), "{e}");
     let once = text.replace("[\"alpha\", \"alpha\"]", "[\"alpha\"]");
