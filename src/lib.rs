@@ -3,9 +3,10 @@
 //! Layers, lowest first: a module uses modules of its own line (without circles) and of
 //! the lines above it, never of a line below (tests/suite/architecture.rs checks it; the
 //! binary's `cli` sits on top):
-//! - [`params`], [`error`], [`input_file`], [`input_keys`], [`vocabulary`]: every model
-//!   parameter (one table), typed errors, bounded reads of input files, unknown keys
-//!   refused with the closest allowed one, every column and metric name;
+//! - [`params`], [`error`], [`input_file`], [`output_file`], [`input_keys`],
+//!   [`vocabulary`]: every model parameter (one table), typed errors, bounded reads of
+//!   regular input files, the one way a file is written, unknown keys refused with the
+//!   closest allowed one, every column and metric name;
 //! - [`model`]: FE matrices, springs, body, contact, the internal couple, accelerations,
 //!   energy (the readable statement of the equations);
 //! - [`sample`], [`metrics`], [`parquet`]: output samples, the online coordination
@@ -41,6 +42,7 @@ pub mod input_keys;
 pub mod integrate;
 pub mod metrics;
 pub mod output;
+pub mod output_file;
 pub mod parquet;
 pub mod reference;
 pub mod sample;

@@ -614,7 +614,9 @@ impl MetricsAccumulator {
         let still = w.count > 0 && w.freq.iter().all(|f| f.abs() < th.omega_min);
         match status {
             Status::Diverged { .. } => Class::Diverged,
-            Status::SolverFailed { .. } | Status::BudgetExceeded { .. } => Class::Failed,
+            Status::SolverFailed { .. }
+            | Status::BudgetExceeded { .. }
+            | Status::InvalidModel { .. } => Class::Failed,
             // A robot whose legs do not turn has PLV 1 and zero lag: not synchronous.
             Status::Ok if still => Class::Still,
             Status::Ok if !all_locked || w.count == 0 => Class::Unlocked,
@@ -679,6 +681,19 @@ impl MetricsAccumulator {
             work_axo: nan,
         });
         let (t0, y0) = self.win_start.unwrap_or((nan, nan));
+        // Decided here, from the running maximum every engine keeps.
+        let status = match status {
+            Status::Ok
+                if self.max_inext > crate::sample::MAX_INEXTENSIBILITY
+                    || self.max_inext.is_nan() =>
+            {
+                Status::InvalidModel {
+                    time: t_end,
+                    max_inext: self.max_inext,
+                }
+            }
+            s => s,
+        };
         let span = t_end - t0;
         let w = WindowSums::new(
             self.win_count,
@@ -851,6 +866,48 @@ mod tests {
         let mut acc = MetricsAccumulator::new(&p, &s);
         feed(&mut acc, &s, p.t_final, 0..=s.sample_count(p.t_final), &psi);
         acc.finish(Status::Ok)
+    }
+
+    /// A wave whose legs stretch once, by `stretch` (|V|/ℓ), at one sample mid-run.
+    fn stretched_once(stretch: f64) -> Metrics {
+        let p = params(10.0);
+        let s = MetricsSettings::default();
+        let mut acc = MetricsAccumulator::new(&p, &s);
+        let psi = |i: usize, t: f64| wrap(-0.5 * t + i as f64 * FRAC_PI_4 * 2.0);
+        for k in 0..=s.sample_count(p.t_final) {
+            let t = s.sample_time(k, p.t_final);
+            let mut x = sample(t, (0..4).map(|i| psi(i, t)).collect());
+            if k == 300 {
+                x.inext[2] = stretch;
+            }
+            acc.push(&x);
+        }
+        acc.finish(Status::Ok)
+    }
+
+    #[test]
+    fn a_run_past_the_inextensibility_limit_is_invalid_never_ok() {
+        let limit = crate::sample::MAX_INEXTENSIBILITY;
+        let inside = stretched_once(limit * 0.99);
+        assert_eq!(inside.status, Status::Ok);
+        assert_eq!(inside.class, Class::Metachronal);
+        let outside = stretched_once(limit * 1.01);
+        assert_eq!(outside.status.label(), "invalid_model");
+        assert_eq!(outside.max_inextensibility, limit * 1.01);
+        assert_eq!(outside.class, Class::Failed);
+        assert_eq!(outside.status.time(), 10.0);
+        assert!(
+            outside.status.describe().contains("1.010e-2"),
+            "{}",
+            outside.status.describe()
+        );
+        // A failure stays what it was: validity only judges runs that finished.
+        let p = params(10.0);
+        let acc = MetricsAccumulator::new(&p, &MetricsSettings::default());
+        assert_eq!(
+            acc.finish(Status::Diverged { time: 1.0 }).status,
+            Status::Diverged { time: 1.0 }
+        );
     }
 
     /// Synthetic travelling wave ψ_i = −ω t + i·lag (the paper's ψ_i(0) = (i−1)Δφ), so Δ = +lag.

@@ -32,7 +32,22 @@ pub enum Range {
     NonNegative,
     /// Integer in `[lo, hi]`.
     Int(usize, usize),
+    /// A finite value in `[lo, hi]`: the physical range the model describes (a
+    /// rotation rate beyond it, a terrain higher than it, leave the model's validity;
+    /// docs/model.md, "Range of validity").
+    Physical(f64, f64),
 }
+
+/// Largest basal or motor rotation rate (rad/s, either sign): 10⁴ rad/s, some 1600
+/// turns a second, four orders of magnitude above the paper's 0.5 rad/s.
+pub const MAX_RATE: f64 = 1e4;
+/// Largest angle (rad, either sign) taken as an initial angle or phase: beyond it an
+/// angle's sine keeps fewer than 10 significant digits.
+pub const MAX_ANGLE: f64 = 1e6;
+/// Largest terrain height (m): a thousand leg lengths of the paper's robot.
+pub const MAX_TERRAIN_HEIGHT: f64 = 1e3;
+/// Largest distance along y (m) where a terrain profile may start.
+pub const MAX_DISTANCE: f64 = 1e6;
 
 impl Range {
     /// The closed interval of admitted values.
@@ -42,6 +57,7 @@ impl Range {
             Range::Positive => (SCALE_MIN, SCALE_MAX),
             Range::NonNegative => (0.0, SCALE_MAX),
             Range::Int(lo, hi) => (lo as f64, hi as f64),
+            Range::Physical(lo, hi) => (lo, hi),
         }
     }
 
@@ -52,6 +68,7 @@ impl Range {
             Range::Finite => format!("a finite number in [{}, {}]", short(lo), short(hi)),
             Range::Positive => format!("a finite number > 0 in [{}, {}]", short(lo), short(hi)),
             Range::NonNegative => format!("a finite number >= 0, at most {}", short(hi)),
+            Range::Physical(..) => format!("a finite number in [{}, {}]", short(lo), short(hi)),
         }
     }
 
@@ -59,6 +76,7 @@ impl Range {
     pub fn breaks(&self) -> &'static str {
         match self {
             Range::Int(..) => "",
+            Range::Physical(..) => "outside the range the model describes",
             _ => "beyond the model's scale its matrices and steps leave what f64 resolves",
         }
     }
@@ -254,7 +272,7 @@ define_params! {
     tau_t: f64 = 1.0, "m", Range::Positive, "Body thickness tau_T.";
     tau_c: f64 = 0.2, "m", Range::NonNegative, "Body clearance tau_C.";
     x_t: f64 = 1.0, "m", Range::Positive, "Terrain position X_t (x points down).", kernel;
-    omega: f64 = 0.5, "rad/s", Range::Finite, "Target basal rotation rate omega.";
+    omega: f64 = 0.5, "rad/s", Range::Physical(-MAX_RATE, MAX_RATE), "Target basal rotation rate omega.";
     k_p: f64 = 500.0, "N m s", Range::NonNegative, "Basal rate servo gain K_p.", kernel;
     epsilon: f64 = 1000.0, "N/m", Range::NonNegative, "Contact penalty stiffness.", kernel;
     nu: f64 = 200.0, "N s/m", Range::NonNegative, "Tip friction (viscous) coefficient.", kernel;
@@ -262,20 +280,20 @@ define_params! {
     eta: f64 = 175.0, "1/s", Range::NonNegative, "Penalty natural frequency eta.", kernel;
     mu: f64 = 50.0, "1", Range::NonNegative, "Penalty damping ratio mu.", kernel;
     g: f64 = 9.81, "m/s^2", Range::NonNegative, "Gravity (along +x).", kernel;
-    psi1: f64 = 0.0, "rad", Range::Finite, "Initial basal angle of leg 1.";
-    dphi: f64 = FRAC_PI_2, "rad", Range::Finite, "Initial phase step between neighbouring legs.";
-    phase_jitter: f64 = 0.0, "rad", Range::NonNegative, "Half-width sigma of the uniform offsets in [-sigma, sigma] added to each leg's initial angle psi1 + (i-1) dphi, drawn per run and written as psi_init (0: the exact wave).";
+    psi1: f64 = 0.0, "rad", Range::Physical(-MAX_ANGLE, MAX_ANGLE), "Initial basal angle of leg 1.";
+    dphi: f64 = FRAC_PI_2, "rad", Range::Physical(-MAX_ANGLE, MAX_ANGLE), "Initial phase step between neighbouring legs.";
+    phase_jitter: f64 = 0.0, "rad", Range::Physical(0.0, MAX_ANGLE), "Half-width sigma of the uniform offsets in [-sigma, sigma] added to each leg's initial angle psi1 + (i-1) dphi, drawn per run and written as psi_init (0: the exact wave).";
     axo_f: f64 = 0.0, "N/m", Range::Finite, "Amplitude f_A of the axonemal motor force density (0: no internal couple, the paper's run).", kernel;
-    axo_omega: f64 = 0.5, "rad/s", Range::Finite, "Angular frequency of the motor force wave.", kernel;
+    axo_omega: f64 = 0.5, "rad/s", Range::Physical(-MAX_RATE, MAX_RATE), "Angular frequency of the motor force wave.", kernel;
     axo_k: f64 = 0.0, "rad/m", Range::Finite, "Wavenumber k_A of the motor force wave along the leg (0: standing).", kernel;
-    axo_dphi: f64 = 0.0, "rad", Range::Finite, "Phase step of the motor force wave between neighbouring legs.", kernel;
+    axo_dphi: f64 = 0.0, "rad", Range::Physical(-MAX_ANGLE, MAX_ANGLE), "Phase step of the motor force wave between neighbouring legs.", kernel;
     terrain_angle: f64 = 0.0, "rad", Range::Finite, "Slope angle of the `slope` terrain, and the tilt of the `sine` and `rough` ones (positive: uphill towards +y), |angle| <= 80deg.";
-    terrain_height: f64 = 0.05, "m", Range::NonNegative, "Amplitude of the `sine` terrain; RMS height of the `rough` one.";
+    terrain_height: f64 = 0.05, "m", Range::Physical(0.0, MAX_TERRAIN_HEIGHT), "Amplitude of the `sine` terrain; RMS height of the `rough` one.";
     terrain_wavelength: f64 = 2.0, "m", Range::Positive, "Wavelength of the `sine` terrain; longest wavelength of the `rough` one.";
-    terrain_phase: f64 = 0.0, "rad", Range::Finite, "Phase of the `sine` terrain.";
+    terrain_phase: f64 = 0.0, "rad", Range::Physical(-MAX_ANGLE, MAX_ANGLE), "Phase of the `sine` terrain.";
     terrain_seed: usize = 1, "1", Range::Int(0, 4_294_967_295), "Seed of the `rough` terrain's phases (SplitMix64).";
     terrain_modes: usize = 8, "1", Range::Int(1, MAX_TERRAIN_MODES), "Modes M of the `rough` terrain (harmonics of terrain_wavelength, amplitudes 1/m).";
-    terrain_start: f64 = 5.0, "m", Range::Finite, "Where the profile starts along y (flat ground before it).";
+    terrain_start: f64 = 5.0, "m", Range::Physical(-MAX_DISTANCE, MAX_DISTANCE), "Where the profile starts along y (flat ground before it).";
     terrain_blend: f64 = 1.0, "m", Range::Positive, "Length over which the profile blends in (C1) from flat ground.";
     mu_c: f64 = 0.0, "1", Range::NonNegative, "Coulomb friction coefficient at the leg tips (0: purely viscous, the paper).", kernel;
     v_c: f64 = 0.01, "m/s", Range::Positive, "Regularisation speed of the Coulomb friction (tanh(v_t/v_c)).", kernel;
@@ -462,11 +480,20 @@ impl Params {
                         n_legs: n,
                     });
                 }
-                if let Some(&x) = list.iter().find(|x| !x.is_finite()) {
+                let bound = if field == OMEGA_LEGS {
+                    MAX_RATE
+                } else {
+                    MAX_ANGLE
+                };
+                if let Some(&x) = list.iter().find(|x| !(x.is_finite() && x.abs() <= bound)) {
                     return Err(ParamError::OutOfRange {
                         field: field.into(),
                         value: x,
-                        allowed: "finite numbers".into(),
+                        allowed: format!(
+                            "finite numbers in [{}, {}] (outside it the model does not hold)",
+                            short(-bound),
+                            short(bound)
+                        ),
                     });
                 }
             }

@@ -3,12 +3,12 @@
 //!
 //! Every field carries its unit in the field metadata (`unit`); file metadata carries
 //! the metachron version, the solver settings and the parameters. Files are written
-//! to a temporary name in the same directory and renamed when complete, so a reader
-//! never sees a half-written file.
+//! through [`crate::output_file`] (a temporary in the same directory, renamed when
+//! complete), so a reader never sees a half-written file.
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Float64Builder, ListBuilder};
@@ -134,151 +134,7 @@ fn pq_err(path: &Path, source: parquet::errors::ParquetError) -> OutputError {
     }
 }
 
-/// A file being written under a hidden temporary name beside its target, renamed
-/// onto the target when complete and removed when dropped unfinished. Creating it
-/// proves the target writable before any work is done; every error names the
-/// target, never the temporary.
-///
-/// Only a regular file or a new path is replaced that way. A character device or a
-/// FIFO that already exists at the target (`/dev/null`, `/dev/stdout`, a named pipe)
-/// is written through in place: it is opened and written, never replaced. A
-/// directory, a block device or a socket at the target is refused, naming the path.
-pub struct PendingFile {
-    target: PathBuf,
-    /// The temporary; empty when written through or once committed.
-    tmp: PathBuf,
-    file: Option<File>,
-}
-
-/// How an output path is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputKind {
-    /// A new path or a regular file: temporary, then rename.
-    Replace,
-    /// An existing character device or FIFO: opened and written in place.
-    WriteThrough,
-}
-
-/// How `target` is written, or why it cannot be (a directory, a block device, a socket).
-pub fn output_kind(target: &Path) -> Result<OutputKind, OutputError> {
-    use std::os::unix::fs::FileTypeExt;
-    let meta = match std::fs::metadata(target) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(OutputKind::Replace),
-        Err(e) => return Err(io_err(target, e)),
-        Ok(m) => m,
-    };
-    let ft = meta.file_type();
-    let refuse = |what: &str| {
-        Err(io_err(
-            target,
-            std::io::Error::other(format!(
-                "is {what}: outputs replace only regular files (and write through character                  devices and FIFOs); give a file name"
-            )),
-        ))
-    };
-    if ft.is_file() {
-        Ok(OutputKind::Replace)
-    } else if ft.is_char_device() || ft.is_fifo() {
-        Ok(OutputKind::WriteThrough)
-    } else if ft.is_dir() {
-        refuse("a directory")
-    } else if ft.is_block_device() {
-        refuse("a block device")
-    } else if ft.is_socket() {
-        refuse("a socket")
-    } else {
-        refuse("not a regular file")
-    }
-}
-
-impl PendingFile {
-    /// Check `target` (see [`output_kind`]; parent exists, writable) by creating its
-    /// temporary. Temporaries of the same target left by dead processes are removed.
-    pub fn create(target: &Path) -> Result<PendingFile, OutputError> {
-        if output_kind(target)? == OutputKind::WriteThrough {
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(target)
-                .map_err(|e| io_err(target, e))?;
-            return Ok(PendingFile {
-                target: target.to_path_buf(),
-                tmp: PathBuf::new(),
-                file: Some(file),
-            });
-        }
-        let parent = target
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if !parent.is_dir() {
-            return Err(io_err(
-                target,
-                std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("the directory {} does not exist", parent.display()),
-                ),
-            ));
-        }
-        remove_dead_temporaries(target);
-        let tmp = temp_path(target);
-        let file = File::create(&tmp).map_err(|e| io_err(target, e))?;
-        Ok(PendingFile {
-            target: target.to_path_buf(),
-            tmp,
-            file: Some(file),
-        })
-    }
-
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
-    /// A handle on the open temporary, for a writer (this keeps its own, to sync it).
-    pub fn take_file(&mut self) -> Result<File, OutputError> {
-        match &self.file {
-            Some(f) => f.try_clone().map_err(|e| io_err(&self.target, e)),
-            None => Err(io_err(
-                &self.target,
-                std::io::Error::other("already committed"),
-            )),
-        }
-    }
-
-    /// Flush to disk and rename onto the target (written through: flush only).
-    pub fn commit(mut self) -> Result<(), OutputError> {
-        let through = self.tmp.as_os_str().is_empty();
-        if let Some(f) = self.file.take() {
-            if !through {
-                f.sync_all().map_err(|e| io_err(&self.target, e))?;
-            }
-        }
-        if through {
-            return Ok(());
-        }
-        std::fs::rename(&self.tmp, &self.target).map_err(|e| io_err(&self.target, e))?;
-        self.tmp = PathBuf::new();
-        Ok(())
-    }
-}
-
-impl Drop for PendingFile {
-    fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
-}
-
-/// Write `bytes` to `path` as a [`PendingFile`] does (atomically over a regular file
-/// or a new path).
-pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    use std::io::Write;
-    let mut pending = PendingFile::create(path)?;
-    let mut f = pending.take_file()?;
-    f.write_all(bytes).map_err(|e| io_err(path, e))?;
-    drop(f);
-    pending.commit()
-}
+pub use crate::output_file::{write_bytes as write_bytes_atomic, PendingFile};
 
 /// One batch encoded as a whole Parquet file in memory (`path` names it in errors).
 pub fn encode(
@@ -299,7 +155,7 @@ pub fn write_atomic(
     metadata: &[(String, String)],
 ) -> Result<(), OutputError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| io_err(path, e))?;
+        crate::output_file::create_dir_all(dir)?;
     }
     write_pending(PendingFile::create(path)?, batch, metadata)
 }
@@ -318,44 +174,6 @@ pub fn write_pending(
     w.write(batch).map_err(|e| pq_err(&path, e))?;
     w.close().map_err(|e| pq_err(&path, e))?;
     pending.commit()
-}
-
-/// `dir/.name.tmp-<pid>`: same filesystem as the target, hidden from `*.parquet` globs.
-pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
-}
-
-/// Remove `.name.tmp-<pid>` files of `target` whose process no longer exists (a
-/// killed writer's leftovers). Only where `/proc` tells which processes live.
-fn remove_dead_temporaries(target: &Path) {
-    let (Some(name), Some(dir)) = (target.file_name(), target.parent()) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let prefix = format!(".{}.tmp-", name.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = n.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
 }
 
 /// Samples per row group of a streamed time series (bounded memory: ~1 MB buffered).
@@ -593,34 +411,57 @@ pub fn metrics_batch(
     t.finish()
 }
 
+thread_local! {
+    /// Set while this thread runs the Parquet decoder under [`decode_guarded`].
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the current thread is inside the Parquet decoder, whose panics are caught
+/// and reported as an error naming the file: a panic hook stays quiet for them (no
+/// message, no backtrace) unless `RUST_BACKTRACE` asks for one.
+pub fn decoder_panicking() -> bool {
+    DECODING.with(|d| d.get()) && std::env::var_os("RUST_BACKTRACE").is_none_or(|v| v == "0")
+}
+
+/// Run the decoder on `path`; a panic in it is an error naming the file and the
+/// decoder's message.
+fn decode_guarded<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, OutputError>,
+) -> Result<T, OutputError> {
+    let was = DECODING.with(|d| d.replace(true));
+    let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    DECODING.with(|d| d.set(was));
+    got.unwrap_or_else(|payload| {
+        let why = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(OutputError::Invalid {
+            path: path.display().to_string(),
+            message: format!("the Parquet decoder failed on it (corrupted?): {why}"),
+        })
+    })
+}
+
 /// Read every batch of a Parquet file back, with its file metadata. A file the decoder
 /// cannot read (corrupted, truncated, not Parquet) is an error naming it, never a panic.
 pub fn read_parquet(
     path: &Path,
 ) -> Result<(Vec<RecordBatch>, HashMap<String, String>), OutputError> {
-    std::panic::catch_unwind(|| read_parquet_inner(path)).unwrap_or_else(|_| {
-        Err(OutputError::Invalid {
-            path: path.display().to_string(),
-            message: "the Parquet decoder failed on it (corrupted?)".into(),
-        })
-    })
+    decode_guarded(path, || read_parquet_inner(path))
 }
 
 /// The file metadata (key-value pairs of the footer) of a Parquet file, without
 /// decoding its rows. An unreadable footer is an error naming the file.
 pub fn read_parquet_metadata(path: &Path) -> Result<HashMap<String, String>, OutputError> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    std::panic::catch_unwind(|| {
-        let file = File::open(path).map_err(|e| io_err(path, e))?;
+    decode_guarded(path, || {
+        let file = crate::input_file::open_regular(path).map_err(|e| io_err(path, e))?;
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| pq_err(path, e))?;
         Ok(key_values(builder.metadata().file_metadata()))
-    })
-    .unwrap_or_else(|_| {
-        Err(OutputError::Invalid {
-            path: path.display().to_string(),
-            message: "the Parquet decoder failed on it (corrupted?)".into(),
-        })
     })
 }
 
@@ -642,7 +483,7 @@ fn read_parquet_inner(
         path: path.display().to_string(),
         source,
     };
-    let file = File::open(path).map_err(|source| OutputError::Io {
+    let file = crate::input_file::open_regular(path).map_err(|source| OutputError::Io {
         path: path.display().to_string(),
         source,
     })?;

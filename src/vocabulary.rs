@@ -105,7 +105,7 @@ macro_rules! columns {
 
 columns! {
     // A run's outcome (every metrics row, every dataset row).
-    STATUS = "status": Text, "", None, "ok, diverged, solver_failed or budget_exceeded";
+    STATUS = "status": Text, "", None, "ok, diverged, solver_failed, budget_exceeded or invalid_model (left the range of validity, docs/model.md)";
     STATUS_TIME = "status_time": Float, "s", None, "the time the run reached (t_final when ok)";
     CLASS = "class": Text, "", Fraction, "the coordination class over the evaluation window";
     SETTLED = "settled": Bool, "", Fraction, "the same class on both halves of the window (null: unknown)";

@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use metachron::dataset::{Dataset, VerifyOptions};
-use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
+use metachron::output::map::{draw_map_with, MapOptions, MapRequest, MAX_BINS};
 use metachron::sweep::audit::recorded_sweep;
 
 #[derive(Args, Debug)]
@@ -35,10 +35,11 @@ pub struct MapArgs {
     #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
     range: Option<String>,
     /// Cells per numeric axis, equal in the axis' scale (default: one per distinct
-    /// value, the sweep's own lattice; a refined dataset at its native resolution).
+    /// value, the sweep's own lattice; a refined dataset at its native resolution);
+    /// 1 to 500.
     #[arg(long, value_name = "N")]
     bins: Option<usize>,
-    /// Output file: PNG, or SVG when it ends in `.svg`.
+    /// Output file: `.png` or `.svg` (other names are refused).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
     /// Draw an incomplete, unfinished or unclean dataset's good parts instead of
@@ -62,6 +63,10 @@ fn parse_range(text: &str) -> Result<(f64, f64)> {
 }
 
 pub fn run(a: MapArgs) -> Result<ExitCode> {
+    metachron::output::map::check_out(&a.out)?;
+    if let Some(b) = a.bins.filter(|b| !(1..=MAX_BINS).contains(b)) {
+        bail!("--bins {b}: allowed is an integer from 1 to {MAX_BINS} cells per axis");
+    }
     if !a.dir.is_dir() {
         bail!(
             "{}: not a directory (give the --out DIR of a sweep)",
@@ -85,9 +90,6 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
     };
     if let Some(w) = a.ci_width.filter(|w| !(*w > 0.0 && *w <= 1.0)) {
         bail!("--ci-width {w}: allowed is 0 < W <= 1");
-    }
-    if a.bins == Some(0) {
-        bail!("--bins 0: allowed is an integer >= 1");
     }
     let opts = MapOptions {
         ci_width: a.ci_width,

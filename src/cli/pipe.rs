@@ -60,6 +60,10 @@ pub fn guard<T>(command: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
+        if metachron::parquet::decoder_panicking() {
+            // Caught and reported as an error naming the file.
+            return;
+        }
         let lower = text.to_ascii_lowercase();
         let pipe = lower.contains("broken pipe") || lower.contains("brokenpipe");
         if pipe && stdout_widowed() {

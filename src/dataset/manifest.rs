@@ -8,8 +8,7 @@
 //! temporary hard-linked onto the name, which fails if the name exists): two sweeps
 //! started at the same instant cannot both claim the directory.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -227,19 +226,10 @@ pub struct ManifestLock {
 pub fn lock(dir: &Path) -> Result<ManifestLock, ManifestError> {
     std::fs::create_dir_all(dir).map_err(io(dir))?;
     let path = dir.join(MANIFEST_LOCK);
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.file_type().is_file()) {
-        return Err(ManifestError::Unreadable {
-            path: path.display().to_string(),
-            message: "the manifest lock is not a regular file (never followed)".into(),
-        });
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io(&path))?;
+    let file = crate::output_file::open_lock(&path).map_err(|e| ManifestError::Unreadable {
+        path: path.display().to_string(),
+        message: format!("the manifest lock {e}"),
+    })?;
     loop {
         // SAFETY: the descriptor is open and owned by `file` for the whole call.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
@@ -266,20 +256,12 @@ pub fn claim(
         return Ok((existing, false));
     }
     let path = manifest_path(dir);
-    let tmp = dir.join(format!(".{MANIFEST_FILE}.tmp-{}", std::process::id()));
     let text = serde_json::to_string_pretty(mine).map_err(|e| ManifestError::Unreadable {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let written = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.write_all(b"\n")?;
-        f.sync_all()?;
-        // Exclusive: a hard link fails when the name exists, and it appears whole.
-        std::fs::hard_link(&tmp, &path)
-    })();
-    let _ = std::fs::remove_file(&tmp);
+    // Exclusive: fails when the name exists, and it appears whole.
+    let written = crate::output_file::write_new(&path, format!("{text}\n").as_bytes());
     match written {
         Ok(()) => Ok((mine.clone(), true)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {

@@ -26,6 +26,7 @@
 //! The room does not know how sweeps plan: the plan a dataset must hold comes from a
 //! [`Planner`] (the sweep implements it).
 
+mod footer;
 pub mod health;
 pub mod manifest;
 pub mod part;
@@ -44,6 +45,40 @@ pub use shard::{Shard, ShardError};
 pub use verify::{Defect, Expected, Scan};
 
 use crate::error::OutputError;
+
+/// The dataset directory (one holding a manifest) that `path` lies inside, if any:
+/// `path` itself is not counted, only the directories above it (resolved through
+/// links and `..`, as the readers' `DIR/**/*.parquet` globs would see them).
+pub fn enclosing_dataset(path: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(path).ok()?;
+    // The deepest directory above `path` that exists, resolved.
+    let mut above = abs.parent();
+    while let Some(d) = above {
+        if let Ok(real) = d.canonicalize() {
+            return real
+                .ancestors()
+                .find(|a| std::fs::symlink_metadata(a.join(schema::MANIFEST_FILE)).is_ok())
+                .map(Path::to_path_buf);
+        }
+        above = d.parent();
+    }
+    None
+}
+
+/// Refuse `out` (`what` names its option) inside a dataset directory: the dataset's
+/// readers (`DIR/**/*.parquet` in DuckDB or polars) would count what it holds as rows.
+pub fn refuse_inside_dataset(out: &Path, what: &str) -> Result<(), OutputError> {
+    match enclosing_dataset(out) {
+        None => Ok(()),
+        Some(ds) => Err(OutputError::Invalid {
+            path: out.display().to_string(),
+            message: format!(
+                "{what} is inside the dataset {}: a query over its `**/*.parquet` files would                  count these rows too; write it outside the dataset's directory",
+                ds.display()
+            ),
+        }),
+    }
+}
 
 /// A dataset that cannot be opened, verified or read. Messages name the directory or
 /// the file.

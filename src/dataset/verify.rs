@@ -52,6 +52,8 @@ pub enum Defect {
     IdRange { recorded: String, actual: String },
     #[error("its values do not match their digest (corrupted)")]
     Digest,
+    #[error("its Parquet structure does not agree with itself (corrupted): {0}")]
+    Structure(String),
     #[error("point id {id} is outside the plan (0..{points})")]
     OutsidePlan { id: u64, points: u64 },
     #[error("point id {id} does not belong to shard {shard}")]
@@ -153,6 +155,11 @@ fn parsed<T: std::str::FromStr>(
 
 /// The bytes of `path` against its checksum file: the checksum when they match.
 pub fn check_bytes(path: &Path) -> Result<Checksum, Defect> {
+    read_checked(path).map(|(sum, _)| sum)
+}
+
+/// The bytes of `path`, checked against its checksum file, with the checksum.
+fn read_checked(path: &Path) -> Result<(Checksum, Vec<u8>), Defect> {
     let sum_path = schema::checksum_path(path);
     let sum_name = sum_path.display().to_string();
     let text = match std::fs::symlink_metadata(&sum_path) {
@@ -177,13 +184,16 @@ pub fn check_bytes(path: &Path) -> Result<Checksum, Defect> {
             actual.fnv1a64, recorded.fnv1a64
         )));
     }
-    Ok(actual)
+    Ok((actual, bytes))
 }
 
 /// Check one file on its own (duplicates across files are found by [`scan`]): its
 /// bytes first (a corrupted file is never decoded), then what it holds.
 pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
-    check_bytes(path)?;
+    let (_, bytes) = read_checked(path)?;
+    // The structure next: a checksum recomputed over changed bytes proves nothing.
+    crate::dataset::footer::check_structure(&bytes).map_err(Defect::Structure)?;
+    drop(bytes);
     let (batches, m) = read_parquet(path).map_err(|e| Defect::Unreadable(e.to_string()))?;
     let schema = batches
         .first()
@@ -537,18 +547,22 @@ pub fn quarantine(dir: &Path, file: &Path, defect: &Defect) -> Result<PathBuf, O
     }
     // Not `*.parquet` any more: `DIR/**/*.parquet` globs (DuckDB, polars) skip it.
     flat.push(".quarantined");
-    let target = qdir.join(&flat);
-    match std::fs::rename(file, &target) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(target),
-        Err(e) => return Err(io(file)(e)),
+    // A name quarantined before (the same part bad twice) keeps its first copy.
+    let mut target = qdir.join(&flat);
+    let mut k = 1;
+    while std::fs::symlink_metadata(&target).is_ok() {
+        k += 1;
+        let mut again = flat.clone();
+        again.push(format!(".{k}"));
+        target = qdir.join(again);
+    }
+    if !crate::output_file::move_file(file, &target)? {
+        return Ok(target);
     }
     let sum = schema::checksum_path(file);
-    if std::fs::symlink_metadata(&sum).is_ok_and(|m| m.file_type().is_file()) {
-        let _ = std::fs::rename(&sum, schema::checksum_path(&target));
-    }
+    let _ = crate::output_file::move_file(&sum, &schema::checksum_path(&target));
     let note = reason_path(&target);
-    std::fs::write(&note, format!("{}: {defect}\n", rel.display())).map_err(io(&note))?;
+    crate::output_file::write_bytes(&note, format!("{}: {defect}\n", rel.display()).as_bytes())?;
     Ok(target)
 }
 

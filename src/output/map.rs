@@ -984,40 +984,55 @@ fn check_table(ds: &Rows, out: &Path) -> Result<(), OutputError> {
     Ok(())
 }
 
-/// Write the image under a temporary name next to `out`, then rename it, so that a
-/// failed drawing leaves no half file.
+/// Most cells per axis `--bins` asks for: the picture is 1000 pixels wide, and more
+/// cells than pixels draw nothing more (and would cost memory for nothing).
+pub const MAX_BINS: usize = 500;
+
+/// Refuse an output the map cannot write, before any work: a name that does not end
+/// in `.png` or `.svg` (a `.jpg` would hold a PNG), or a path that is not a new name
+/// or a regular file.
+pub fn check_out(out: &Path) -> Result<(), OutputError> {
+    let ext = out
+        .extension()
+        .map(|x| x.to_string_lossy().to_ascii_lowercase());
+    if !matches!(ext.as_deref(), Some("png" | "svg")) {
+        return Err(err(
+            out,
+            "a map is written as PNG or SVG: give a file name ending in .png or .svg",
+        ));
+    }
+    crate::output_file::check_target(out)
+}
+
+/// Draw the image in memory and write it through [`crate::output_file`], so that a
+/// failed drawing or write leaves no file under `out`.
 fn write_image(out: &Path, picture: &Picture) -> Result<(), OutputError> {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    check_out(out)?;
     let svg = out
         .extension()
         .is_some_and(|x| x.eq_ignore_ascii_case("svg"));
-    let ext = if svg { "svg" } else { "png" };
-    let tmp = out.with_file_name(format!(".{name}.tmp-{}.{ext}", std::process::id()));
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| OutputError::Io {
-            path: dir.display().to_string(),
-            source,
-        })?;
+        crate::output_file::create_dir_all(dir)?;
     }
     crate::output::plots::ensure_font();
-    let drawn = if svg {
-        render(SVGBackend::new(&tmp, SIZE).into_drawing_area(), picture)
+    let bytes = if svg {
+        let mut text = String::new();
+        render(
+            SVGBackend::with_string(&mut text, SIZE).into_drawing_area(),
+            picture,
+        )
+        .map_err(|m| err(out, m))?;
+        text.into_bytes()
     } else {
-        render(BitMapBackend::new(&tmp, SIZE).into_drawing_area(), picture)
+        let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+        render(
+            BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area(),
+            picture,
+        )
+        .map_err(|m| err(out, m))?;
+        crate::output::plots::png_bytes(&rgb, SIZE).map_err(|e| err(out, e.to_string()))?
     };
-    let done = drawn.map_err(|m| err(out, m)).and_then(|_| {
-        std::fs::rename(&tmp, out).map_err(|source| OutputError::Io {
-            path: out.display().to_string(),
-            source,
-        })
-    });
-    if done.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    done
+    crate::output_file::write_bytes(out, &bytes)
 }
 
 /// The column `name` of `ds`, or an error listing the columns there are (a misspelt
@@ -1084,6 +1099,13 @@ pub fn draw_map_with(
     opts: &MapOptions,
     out: &Path,
 ) -> Result<MapSummary, OutputError> {
+    check_out(out)?;
+    if let Some(b) = opts.bins.filter(|b| !(1..=MAX_BINS).contains(b)) {
+        return Err(err(
+            out,
+            format!("--bins {b}: allowed is an integer from 1 to {MAX_BINS} cells per axis"),
+        ));
+    }
     check_table(ds, out)?;
     let q = Quantity::parse(&req.metric, out)?;
     if q == Quantity::Metric {

@@ -28,6 +28,38 @@ fn plot_err(path: &Path, e: impl std::fmt::Display) -> OutputError {
     }
 }
 
+/// Draw a `size` picture into memory with `draw` and write it to `path` as a PNG
+/// through [`crate::output_file`] (a failed drawing or write leaves no file there).
+pub(crate) fn write_png(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(
+        &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    ) -> Result<(), OutputError>,
+) -> Result<(), OutputError> {
+    let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(|e| plot_err(path, e))?;
+    }
+    let bytes = png_bytes(&rgb, size).map_err(|e| plot_err(path, e))?;
+    crate::output_file::write_bytes(path, &bytes)
+}
+
+/// An RGB buffer (8 bits a channel, rows top to bottom) encoded as a PNG file's bytes.
+pub(crate) fn png_bytes(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>, png::EncodingError> {
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(rgb)?;
+    }
+    Ok(out)
+}
+
 /// Colour of leg i (0-based), cycling a palette.
 fn leg_colour(i: usize) -> RGBColor {
     const P: [RGBColor; 10] = [
@@ -330,10 +362,9 @@ pub fn snapshots(
             .min_by(|a, b| (a.t - t).abs().total_cmp(&(b.t - t).abs()))
             .expect("non-empty");
         let path = dir.join(format!("snapshot_t{:06.2}.png", s.t));
-        let root = BitMapBackend::new(&path, (width, height)).into_drawing_area();
-        draw_frame(&root, robot, &view, s, &[], &path)?;
-        root.present().map_err(|e| plot_err(&path, e))?;
-        drop(root);
+        write_png(&path, (width, height), |root| {
+            draw_frame(root, robot, &view, s, &[], &path)
+        })?;
         written.push(path);
     }
     Ok(written)
@@ -373,86 +404,88 @@ pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<()
         .fold((f64::MAX, f64::MIN), |(a, b), &(_, y)| (a.min(y), b.max(y)));
     let t_end = samples.last().map(|s| s.t).unwrap_or(1.0);
     let e = |x: &dyn std::fmt::Display| plot_err(path, x);
-    let root = BitMapBackend::new(path, (1100, 950)).into_drawing_area();
-    root.fill(&WHITE).map_err(|x| e(&x))?;
-    let (upper, lower) = root.split_vertically(590);
-    let mut chart = ChartBuilder::on(&upper)
-        .caption("Basal angles", ("sans-serif", 24))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..t_end, lo - 0.5..hi + 0.5)
-        .map_err(|x| e(&x))?;
-    chart
-        .configure_mesh()
-        .x_desc("t (s)")
-        .y_desc("psi (rad, unwrapped)")
-        .draw()
-        .map_err(|x| e(&x))?;
-    for (i, pts) in series.into_iter().enumerate() {
-        let c = leg_colour(i);
+    write_png(path, (1100, 950), |root| {
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let (upper, lower) = root.split_vertically(590);
+        let mut chart = ChartBuilder::on(&upper)
+            .caption("Basal angles", ("sans-serif", 24))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_end, lo - 0.5..hi + 0.5)
+            .map_err(|x| e(&x))?;
         chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-            .map_err(|x| e(&x))?
-            .label(format!("leg {}", i + 1))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
+            .configure_mesh()
+            .x_desc("t (s)")
+            .y_desc("psi (rad, unwrapped)")
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (i, pts) in series.into_iter().enumerate() {
+            let c = leg_colour(i);
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(|x| e(&x))?
+                .label(format!("leg {}", i + 1))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|x| e(&x))?;
 
-    let pi = std::f64::consts::PI;
-    let mut diff = ChartBuilder::on(&lower)
-        .caption(
-            "Neighbour phase differences psi(i+1) - psi(i)",
-            ("sans-serif", 20),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.0..t_end, -pi..pi)
-        .map_err(|x| e(&x))?;
-    diff.configure_mesh()
-        .x_desc("t (s)")
-        .y_desc("lag (rad, wrapped)")
-        .draw()
-        .map_err(|x| e(&x))?;
-    for (i, pts) in lags.into_iter().enumerate() {
-        // A wrap from +π to −π is a jump, not a line across the panel.
-        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-        for p in pts {
-            if let Some(&(_, last)) = runs.last().and_then(|r| r.last()) {
-                if (p.1 - last).abs() > pi {
-                    runs.push(Vec::new());
+        let pi = std::f64::consts::PI;
+        let mut diff = ChartBuilder::on(&lower)
+            .caption(
+                "Neighbour phase differences psi(i+1) - psi(i)",
+                ("sans-serif", 20),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_end, -pi..pi)
+            .map_err(|x| e(&x))?;
+        diff.configure_mesh()
+            .x_desc("t (s)")
+            .y_desc("lag (rad, wrapped)")
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (i, pts) in lags.into_iter().enumerate() {
+            // A wrap from +π to −π is a jump, not a line across the panel.
+            let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+            for p in pts {
+                if let Some(&(_, last)) = runs.last().and_then(|r| r.last()) {
+                    if (p.1 - last).abs() > pi {
+                        runs.push(Vec::new());
+                    }
+                }
+                if let Some(r) = runs.last_mut() {
+                    r.push(p);
                 }
             }
-            if let Some(r) = runs.last_mut() {
-                r.push(p);
+            let c = leg_colour(i);
+            for (k, r) in runs.into_iter().enumerate() {
+                let s = diff
+                    .draw_series(LineSeries::new(r, c.stroke_width(2)))
+                    .map_err(|x| e(&x))?;
+                if k == 0 {
+                    s.label(format!("{}-{}", i + 2, i + 1))
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                        });
+                }
             }
         }
-        let c = leg_colour(i);
-        for (k, r) in runs.into_iter().enumerate() {
-            let s = diff
-                .draw_series(LineSeries::new(r, c.stroke_width(2)))
-                .map_err(|x| e(&x))?;
-            if k == 0 {
-                s.label(format!("{}-{}", i + 2, i + 1))
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                    });
-            }
-        }
-    }
-    diff.configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))?;
-    Ok(())
+        diff.configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|x| e(&x))?;
+        Ok(())
+    })
 }
 
 /// The robot at its initial state with its symbols (docs/model.md's figure): body
@@ -468,122 +501,122 @@ pub fn model_figure(robot: &Robot, path: &Path) -> Result<(), OutputError> {
     let (top, bottom) = (p.l_beta + p.tau_t + 0.9, -(p.x_t + 0.45));
     let width = 1600u32;
     let height = ((width - 40) as f64 * (top - bottom) / (2.0 * half)) as u32 + 60;
-    let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "metachron's robot at t = 0 (N = {}, n = {}; x points down, y along the body)",
-                robot.n_legs, robot.n_nodes
-            ),
-            ("sans-serif", 22),
-        )
-        .margin(10)
-        .build_cartesian_2d(-half..half, bottom..top)
-        .map_err(|e| plot_err(path, e))?;
-    draw_robot(&mut chart, robot, &q, (-half, half), path)?;
+    write_png(path, (width, height), |root| {
+        root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!(
+                    "metachron's robot at t = 0 (N = {}, n = {}; x points down, y along the body)",
+                    robot.n_legs, robot.n_nodes
+                ),
+                ("sans-serif", 22),
+            )
+            .margin(10)
+            .build_cartesian_2d(-half..half, bottom..top)
+            .map_err(|e| plot_err(path, e))?;
+        draw_robot(&mut chart, robot, &q, (-half, half), path)?;
 
-    let ink = RGBColor(20, 20, 20);
-    let font = ("sans-serif", 20).into_font().color(&ink);
-    let mut text = |at: (f64, f64), label: String| {
+        let ink = RGBColor(20, 20, 20);
+        let font = ("sans-serif", 20).into_font().color(&ink);
+        let mut text = |at: (f64, f64), label: String| {
+            chart
+                .draw_series(std::iter::once(Text::new(label, at, font.clone())))
+                .map(|_| ())
+                .map_err(|e| plot_err(path, e))
+        };
+        let world = |o: [f64; 2]| screen(BodyGeometry::world(body, o));
+        let mut marks: Vec<(f64, f64)> = Vec::new();
+        // Body points and contact points.
+        let last = g.b_points.len() - 1;
+        for (j, label) in [
+            (0, "B_1".to_string()),
+            (1, "B_2".to_string()),
+            (last, format!("B_{}", last + 1)),
+        ] {
+            let at = world(g.b_points[j]);
+            marks.push(at);
+            text((at.0 + 0.08, at.1 + 0.32), label)?;
+        }
+        for (k, off) in g.p_points.iter().enumerate() {
+            let at = world(*off);
+            marks.push(at);
+            text((at.0 - 0.35, at.1 + 0.3), format!("P_{}", k + 1))?;
+        }
+        let c = screen([body[0], body[1]]);
+        marks.push(c);
+        text((c.0 + 0.1, c.1 + 0.3), "C = (X_b, Y_b), θ".into())?;
+        // Springs: the first α (leg 1 to B_1), an α between legs 1 and 2, the first β.
+        let mid = |sp: &Spring| {
+            let (a, b) = spring_ends(robot, &q, sp);
+            screen([(a[0] + b[0]) / 2.0, (a[1] + b[1]) / 2.0])
+        };
+        let alpha_legs = robot
+            .springs
+            .iter()
+            .find(|s| matches!(s.other, Anchor::Leg(_)));
+        let beta_1 = robot
+            .springs
+            .iter()
+            .find(|s| s.k == p.beta && s.rest == p.l_beta && s.other == Anchor::Body(s.leg + 1));
+        if let Some(sp) = alpha_legs {
+            let m = mid(sp);
+            text((m.0 - 0.3, m.1 - 0.06), "α, L_α".into())?;
+        }
+        if let Some(sp) = beta_1 {
+            let m = mid(sp);
+            text((m.0 + 0.08, m.1 + 0.1), "β, L_β".into())?;
+        }
+        let first = mid(&robot.springs[0]);
+        text((first.0 - 0.1, first.1 - 0.06), "α".into())?;
+        // Legs: base (s = 0), tip (s = ℓ), basal angle ψ from +x.
+        let base = screen(robot.base(&q, 0));
+        text((base.0 + 0.06, base.1 - 0.32), "s = 0".into())?;
+        let tip = screen(robot.tip(&q, 0));
+        text((tip.0 + 0.08, tip.1 + 0.25), "s = ℓ (tip)".into())?;
+        if robot.n_legs > 1 {
+            let b2 = screen(robot.base(&q, 1));
+            text(
+                (b2.0 + 0.1, b2.1 - 0.1),
+                format!("ψ_2 = {:.0}°", p.initial_angle(1).to_degrees()),
+            )?;
+        }
+        for i in [0, robot.n_legs - 1] {
+            let t = screen(robot.tip(&q, i));
+            text((t.0 - 0.25, t.1 - 0.12), format!("leg {}", i + 1))?;
+        }
+        // Body dimensions, terrain and frame.
+        let bar_top = -p.l_beta - p.tau_t - g.xb0;
+        let at = world([bar_top + 0.6 * p.tau_t, 0.5 * p.l_alpha]);
+        text(at, "τ_T".into())?;
+        let arm = world([-g.xb0 + p.tau_c, g.tau_l / 2.0 + 0.1]);
+        text(arm, "τ_C".into())?;
+        text((half - 3.2, -p.x_t - 0.08), "terrain x = X_t".into())?;
+        let o = (-half + 0.3, top - 0.35);
         chart
-            .draw_series(std::iter::once(Text::new(label, at, font.clone())))
-            .map(|_| ())
-            .map_err(|e| plot_err(path, e))
-    };
-    let world = |o: [f64; 2]| screen(BodyGeometry::world(body, o));
-    let mut marks: Vec<(f64, f64)> = Vec::new();
-    // Body points and contact points.
-    let last = g.b_points.len() - 1;
-    for (j, label) in [
-        (0, "B_1".to_string()),
-        (1, "B_2".to_string()),
-        (last, format!("B_{}", last + 1)),
-    ] {
-        let at = world(g.b_points[j]);
-        marks.push(at);
-        text((at.0 + 0.08, at.1 + 0.32), label)?;
-    }
-    for (k, off) in g.p_points.iter().enumerate() {
-        let at = world(*off);
-        marks.push(at);
-        text((at.0 - 0.35, at.1 + 0.3), format!("P_{}", k + 1))?;
-    }
-    let c = screen([body[0], body[1]]);
-    marks.push(c);
-    text((c.0 + 0.1, c.1 + 0.3), "C = (X_b, Y_b), θ".into())?;
-    // Springs: the first α (leg 1 to B_1), an α between legs 1 and 2, the first β.
-    let mid = |sp: &Spring| {
-        let (a, b) = spring_ends(robot, &q, sp);
-        screen([(a[0] + b[0]) / 2.0, (a[1] + b[1]) / 2.0])
-    };
-    let alpha_legs = robot
-        .springs
-        .iter()
-        .find(|s| matches!(s.other, Anchor::Leg(_)));
-    let beta_1 = robot
-        .springs
-        .iter()
-        .find(|s| s.k == p.beta && s.rest == p.l_beta && s.other == Anchor::Body(s.leg + 1));
-    if let Some(sp) = alpha_legs {
-        let m = mid(sp);
-        text((m.0 - 0.3, m.1 - 0.06), "α, L_α".into())?;
-    }
-    if let Some(sp) = beta_1 {
-        let m = mid(sp);
-        text((m.0 + 0.08, m.1 + 0.1), "β, L_β".into())?;
-    }
-    let first = mid(&robot.springs[0]);
-    text((first.0 - 0.1, first.1 - 0.06), "α".into())?;
-    // Legs: base (s = 0), tip (s = ℓ), basal angle ψ from +x.
-    let base = screen(robot.base(&q, 0));
-    text((base.0 + 0.06, base.1 - 0.32), "s = 0".into())?;
-    let tip = screen(robot.tip(&q, 0));
-    text((tip.0 + 0.08, tip.1 + 0.25), "s = ℓ (tip)".into())?;
-    if robot.n_legs > 1 {
-        let b2 = screen(robot.base(&q, 1));
-        text(
-            (b2.0 + 0.1, b2.1 - 0.1),
-            format!("ψ_2 = {:.0}°", p.initial_angle(1).to_degrees()),
-        )?;
-    }
-    for i in [0, robot.n_legs - 1] {
-        let t = screen(robot.tip(&q, i));
-        text((t.0 - 0.25, t.1 - 0.12), format!("leg {}", i + 1))?;
-    }
-    // Body dimensions, terrain and frame.
-    let bar_top = -p.l_beta - p.tau_t - g.xb0;
-    let at = world([bar_top + 0.6 * p.tau_t, 0.5 * p.l_alpha]);
-    text(at, "τ_T".into())?;
-    let arm = world([-g.xb0 + p.tau_c, g.tau_l / 2.0 + 0.1]);
-    text(arm, "τ_C".into())?;
-    text((half - 3.2, -p.x_t - 0.08), "terrain x = X_t".into())?;
-    let o = (-half + 0.3, top - 0.35);
-    chart
-        .draw_series([
-            PathElement::new(vec![o, (o.0, o.1 - 0.8)], ink.stroke_width(2)),
-            PathElement::new(vec![o, (o.0 + 0.8, o.1)], ink.stroke_width(2)),
-        ])
-        .map_err(|e| plot_err(path, e))?;
-    let mut text2 = |at: (f64, f64), label: &str| {
+            .draw_series([
+                PathElement::new(vec![o, (o.0, o.1 - 0.8)], ink.stroke_width(2)),
+                PathElement::new(vec![o, (o.0 + 0.8, o.1)], ink.stroke_width(2)),
+            ])
+            .map_err(|e| plot_err(path, e))?;
+        let mut text2 = |at: (f64, f64), label: &str| {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label.to_string(),
+                    at,
+                    font.clone(),
+                )))
+                .map(|_| ())
+                .map_err(|e| plot_err(path, e))
+        };
+        text2((o.0 + 0.08, o.1 - 0.55), "x")?;
+        text2((o.0 + 0.85, o.1 + 0.12), "y")?;
         chart
-            .draw_series(std::iter::once(Text::new(
-                label.to_string(),
-                at,
-                font.clone(),
-            )))
-            .map(|_| ())
-            .map_err(|e| plot_err(path, e))
-    };
-    text2((o.0 + 0.08, o.1 - 0.55), "x")?;
-    text2((o.0 + 0.85, o.1 + 0.12), "y")?;
-    chart
-        .draw_series(
-            marks
-                .into_iter()
-                .map(|m| Circle::new(m, 5, RGBColor(200, 30, 30).filled())),
-        )
-        .map_err(|e| plot_err(path, e))?;
-    root.present().map_err(|e| plot_err(path, e))?;
-    Ok(())
+            .draw_series(
+                marks
+                    .into_iter()
+                    .map(|m| Circle::new(m, 5, RGBColor(200, 30, 30).filled())),
+            )
+            .map_err(|e| plot_err(path, e))?;
+        Ok(())
+    })
 }

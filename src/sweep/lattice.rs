@@ -223,10 +223,14 @@ fn refined_axes(spec: &SweepAxes, names: Option<Vec<String>>) -> Result<Vec<usiz
                 if !spaced(a) {
                     return Err(err(format!("`{name}` is not a linspace or logspace axis")));
                 }
+                if out.contains(&a) {
+                    return Err(err(format!(
+                        "`{name}` is listed twice: name each axis once"
+                    )));
+                }
                 out.push(a);
             }
             out.sort_unstable();
-            out.dedup();
             out
         }
     };

@@ -3,7 +3,7 @@
 //! ends. The file names its holder (pid, host, start time) for the error a second
 //! writer gets.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -43,13 +43,9 @@ pub fn lock_shard(shard_dir: &Path) -> Result<ShardLock, LockError> {
         source,
     };
     std::fs::create_dir_all(shard_dir).map_err(io)?;
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io)?;
+    // Never through a link, never a device or a pipe: the lock's holder line is
+    // written into it.
+    let mut file = crate::output_file::open_lock(&path).map_err(io)?;
     // flock(2), exclusive, non-blocking (std's File::try_lock needs Rust 1.89).
     // SAFETY: the descriptor is open and owned by `file` for the whole call.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };

@@ -204,6 +204,13 @@ fn prepare<'a>(
     let shard_dir = out.join(schema::shard_dir_name(opts.shard.index));
     real_dir_or_absent(&shard_dir)?;
     real_dir_or_absent(&out.join(schema::QUARANTINE_DIR))?;
+    if let Some(outer) = crate::dataset::enclosing_dataset(out) {
+        return Err(SweepError::Dataset(format!(
+            "{} is inside the dataset {}: its readers would count the inner dataset's              rows as their own; choose an --out outside it",
+            out.display(),
+            outer.display()
+        )));
+    }
     let lock = if as_writer {
         let held = manifest::lock(out)?;
         let (_, created) = manifest::claim(out, &wanted, &held)?;

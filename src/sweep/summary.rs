@@ -142,12 +142,7 @@ pub fn write_summary(
     if let Some(why) = incomplete {
         meta.push((META_INCOMPLETE.into(), why.to_string()));
     }
-    if let Some(parent) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|source| OutputError::Io {
-            path: parent.display().to_string(),
-            source,
-        })?;
-    }
+    crate::dataset::refuse_inside_dataset(out, "the summary")?;
     crate::parquet::write_atomic(out, &batch, &meta)?;
     Ok(combos)
 }

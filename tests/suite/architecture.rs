@@ -597,3 +597,80 @@ fn the_reader_follows_use_trees_and_skips_comments_strings_and_tests() {
     .collect();
     assert_eq!(names, want);
 }
+
+/// Calls that create, replace, rename or open a file outside the two file primitives
+/// (`output_file`: every write; `input_file`: every read of a user's file).
+const FILE_CALLS: &[&str] = &[
+    "File::create",
+    "File::open",
+    "fs::write",
+    "fs::rename",
+    "fs::copy",
+    "hard_link",
+    "OpenOptions",
+    "create_new",
+    "BitMapBackend::new",
+    "SVGBackend::new",
+    "save_buffer",
+];
+
+/// Where `code` (comments and strings blanked, test modules left out) calls one of
+/// [`FILE_CALLS`]: `(call, line)`.
+fn file_calls(code: &str) -> Vec<(&'static str, usize)> {
+    let code = without_test_modules(&code_only(code));
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        for call in FILE_CALLS {
+            let hit = line.match_indices(call).any(|(i, _)| {
+                !line[..i].chars().next_back().is_some_and(is_ident_char)
+                    && !line[i + call.len()..]
+                        .chars()
+                        .next()
+                        .is_some_and(is_ident_char)
+            });
+            if hit {
+                found.push((*call, n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_file_is_written_through_output_file_and_read_through_input_file() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut sources = Vec::new();
+    read_sources(&src, &src, &mut sources);
+    let primitives = ["output_file", "input_file"];
+    let mut bypass = Vec::new();
+    let mut in_primitives = 0;
+    for (module, text) in &sources {
+        let calls = file_calls(text);
+        if module.krate == Krate::Lib
+            && module.path.len() == 1
+            && primitives.contains(&module.path[0].as_str())
+        {
+            in_primitives += calls.len();
+            continue;
+        }
+        for (call, line) in calls {
+            bypass.push(format!("{}: line {line}: {call}", module.name()));
+        }
+    }
+    assert!(
+        in_primitives >= 3,
+        "the primitives themselves call {in_primitives} of the listed functions: the check no longer sees them"
+    );
+    assert!(
+        bypass.is_empty(),
+        "files written or opened outside src/output_file.rs and src/input_file.rs \
+         (go through PendingFile, write_bytes, write_new, open_lock, open_regular):\n{}",
+        bypass.join("\n")
+    );
+}
+
+#[test]
+fn the_file_call_check_sees_a_bypass_and_skips_comments_and_strings() {
+    let code = "fn f() {\n    // std::fs::write(p, b)\n    let s = \"File::create\";\n    std::fs::write(p, b).unwrap();\n    let o = OpenOptions::new();\n    let x = my_hard_link_count();\n}\n";
+    assert_eq!(file_calls(code), vec![("fs::write", 4), ("OpenOptions", 5)]);
+}

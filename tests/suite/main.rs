@@ -21,6 +21,7 @@ mod gpu_degrade;
 mod gpu_f32;
 mod gpu_terrain_math;
 mod gpu_vs_cpu;
+mod guarded_files;
 mod hostile_inputs;
 mod model_analytic;
 mod outputs_and_cli;
