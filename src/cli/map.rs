@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use metachron::dataset::rows::{Column, Rows};
+use metachron::dataset::schema::META_SWEEP_NAME;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest};
 use metachron::sweep::audit::recorded_sweep;
@@ -38,6 +40,11 @@ pub struct MapArgs {
     /// value, the sweep's own lattice; a refined dataset at its native resolution).
     #[arg(long, value_name = "N")]
     bins: Option<usize>,
+    /// Draw only the rows where a column has this value, e.g. `--where terrain=rough
+    /// --where alpha_damping=2` (repeatable: every condition holds): one facet of a
+    /// sweep with more than two axes. The title names the conditions.
+    #[arg(long = "where", value_name = "COLUMN=VALUE")]
+    conditions: Vec<String>,
     /// Output file: PNG, or SVG when it ends in `.svg`.
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -45,6 +52,47 @@ pub struct MapArgs {
     /// refusing it.
     #[arg(long)]
     allow_incomplete: bool,
+}
+
+/// The rows of `ds` meeting every `COLUMN=VALUE` of `conditions` (numbers equal to 1e-12
+/// relative, text exactly), with the conditions appended to the sweep's name.
+fn facet(ds: Rows, conditions: &[String]) -> Result<Rows> {
+    if conditions.is_empty() {
+        return Ok(ds);
+    }
+    let mut keep = vec![true; ds.len()];
+    for cond in conditions {
+        let Some((name, value)) = cond.split_once('=') else {
+            bail!("--where `{cond}`: expected COLUMN=VALUE, e.g. terrain=rough");
+        };
+        let (name, value) = (name.trim(), value.trim());
+        match ds.column(name) {
+            Some(Column::Num(v)) => {
+                let want: f64 = value.parse().map_err(|_| {
+                    anyhow::anyhow!("--where `{cond}`: `{name}` is numeric; `{value}` is no number")
+                })?;
+                for (k, x) in keep.iter_mut().zip(v) {
+                    *k &= (x - want).abs() <= 1e-12 * want.abs().max(1.0);
+                }
+            }
+            Some(Column::Text(v)) => {
+                for (k, x) in keep.iter_mut().zip(v) {
+                    *k &= x == value;
+                }
+            }
+            None => bail!("--where `{cond}`: the dataset has no column `{name}`"),
+        }
+    }
+    if !keep.iter().any(|&k| k) {
+        bail!("--where {}: no row meets every condition", conditions.join(" "));
+    }
+    let mut out = ds.select(&keep);
+    let name = out.metadata.get(META_SWEEP_NAME).cloned().unwrap_or_default();
+    out.metadata.insert(
+        META_SWEEP_NAME.to_string(),
+        format!("{name} ({})", conditions.join(", ")).trim().to_string(),
+    );
+    Ok(out)
 }
 
 /// `LO:HI` with LO < HI, both finite.
@@ -78,6 +126,7 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
     if ds.files == 0 {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }
+    let ds = facet(ds, &a.conditions)?;
     let req = MapRequest {
         x: a.x,
         y: a.y,
