@@ -84,13 +84,22 @@ fn facet(ds: Rows, conditions: &[String]) -> Result<Rows> {
         }
     }
     if !keep.iter().any(|&k| k) {
-        bail!("--where {}: no row meets every condition", conditions.join(" "));
+        bail!(
+            "--where {}: no row meets every condition",
+            conditions.join(" ")
+        );
     }
     let mut out = ds.select(&keep);
-    let name = out.metadata.get(META_SWEEP_NAME).cloned().unwrap_or_default();
+    let name = out
+        .metadata
+        .get(META_SWEEP_NAME)
+        .cloned()
+        .unwrap_or_default();
     out.metadata.insert(
         META_SWEEP_NAME.to_string(),
-        format!("{name} ({})", conditions.join(", ")).trim().to_string(),
+        format!("{name} ({})", conditions.join(", "))
+            .trim()
+            .to_string(),
     );
     Ok(out)
 }

@@ -26,7 +26,8 @@ pub const COMPENSATED_FILE: (&str, &str) = (
 pub const TERRAIN_FILE: (&str, &str) = ("terrain.wgsl", include_str!("../../shaders/terrain.wgsl"));
 
 /// The coupling's law (cubic terms, dampers), added for kernels with the law only.
-pub const COUPLING_FILE: (&str, &str) = ("coupling.wgsl", include_str!("../../shaders/coupling.wgsl"));
+pub const COUPLING_FILE: (&str, &str) =
+    ("coupling.wgsl", include_str!("../../shaders/coupling.wgsl"));
 
 /// Entry point of the advance stage.
 pub const ENTRY_POINT: &str = "advance";

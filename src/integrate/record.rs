@@ -315,7 +315,10 @@ impl InstanceRecord {
     /// Whether the coupling's law is other than the paper's linear springs.
     pub fn has_coupling_law(&self) -> bool {
         let p = &self.params;
-        p.alpha_cubic != 0.0 || p.beta_cubic != 0.0 || p.alpha_damping != 0.0 || p.beta_damping != 0.0
+        p.alpha_cubic != 0.0
+            || p.beta_cubic != 0.0
+            || p.alpha_damping != 0.0
+            || p.beta_damping != 0.0
     }
 
     /// Whether the instance stands on anything but the paper's ground: a profile that is

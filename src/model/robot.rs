@@ -268,7 +268,12 @@ impl Robot {
 
     /// Spring forces on every leg base, the springs' load on the body and the power
     /// their dampers dissipate (velocities `v`).
-    pub fn spring_pass(&self, q: &[f64], v: &[f64], base_force: &mut [[f64; 2]]) -> (BodyLoad, f64) {
+    pub fn spring_pass(
+        &self,
+        q: &[f64],
+        v: &[f64],
+        base_force: &mut [[f64; 2]],
+    ) -> (BodyLoad, f64) {
         let mut bases = [[0.0; 2]; MAX_LEGS];
         let mut bases_v = [[0.0; 2]; MAX_LEGS];
         for i in 0..self.n_legs {

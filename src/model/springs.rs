@@ -73,7 +73,13 @@ pub fn spring_force(k: f64, rest: f64, p: [f64; 2], o: [f64; 2]) -> [f64; 2] {
 /// power c·γ̇² its damper dissipates. Without cubic term and damper this is
 /// [`spring_force`] to the bit.
 #[inline]
-pub fn law_force(s: &Spring, p: [f64; 2], o: [f64; 2], vp: [f64; 2], vo: [f64; 2]) -> ([f64; 2], f64) {
+pub fn law_force(
+    s: &Spring,
+    p: [f64; 2],
+    o: [f64; 2],
+    vp: [f64; 2],
+    vo: [f64; 2],
+) -> ([f64; 2], f64) {
     if s.k3 == 0.0 && s.c == 0.0 {
         return (spring_force(s.k, s.rest, p, o), 0.0);
     }

@@ -1264,8 +1264,8 @@ fn body_kick<const W: usize, const F: bool>(
         let inertia = [mass, mass, m.d.inertia];
         let force = [mass * m.p.g + load[0], load[1], load[2]];
         for k in 0..3 {
-            v[o + k] = (inertia[k] * v[o + k] + h * force[k])
-                / (inertia[k] + zeta[k] + h * damping[k]);
+            v[o + k] =
+                (inertia[k] * v[o + k] + h * force[k]) / (inertia[k] + zeta[k] + h * damping[k]);
         }
         return;
     }
