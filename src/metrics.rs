@@ -332,6 +332,7 @@ pub struct LastSample {
     pub y: f64,
     pub work: f64,
     pub work_axo: f64,
+    pub work_coupling: f64,
 }
 
 /// Midpoint of the evaluation window starting at `window_start`, `window_len` long: the
@@ -500,6 +501,7 @@ impl MetricsAccumulator {
             y: s.body[1],
             work: s.work,
             work_axo: s.work_axo,
+            work_coupling: s.work_coupling,
         });
         if !in_window(s.t, self.window_start) {
             return;
@@ -674,11 +676,13 @@ impl MetricsAccumulator {
             y: y_end,
             work,
             work_axo,
+            work_coupling,
         } = self.last.unwrap_or(LastSample {
             t: nan,
             y: nan,
             work: nan,
             work_axo: nan,
+            work_coupling: nan,
         });
         let (t0, y0) = self.win_start.unwrap_or((nan, nan));
         // Decided here, from the running maximum every engine keeps.
@@ -733,6 +737,7 @@ impl MetricsAccumulator {
             mean_speed: (y_end - y0) / span,
             work,
             work_axo,
+            work_coupling,
             cost_of_transport: (work + work_axo) / (self.weight * displacement.abs()),
             duty_factor,
             max_inextensibility: self.max_inext,
@@ -840,6 +845,7 @@ mod tests {
             body: [0.0, 0.3 * t, 0.0],
             work: 2.0 * t,
             work_axo: 0.0,
+            work_coupling: 0.0,
             q: Vec::new(),
             v: Vec::new(),
         }

@@ -214,6 +214,17 @@ macro_rules! define_params {
         ];
 
         impl Params {
+    /// Whether a spring kind has a Kelvin–Voigt damper (the coupling's dampers couple
+    /// each base's acceleration to its neighbours' and the body's velocities).
+    pub fn has_coupling_dampers(&self) -> bool {
+        self.alpha_damping != 0.0 || self.beta_damping != 0.0
+    }
+
+    /// Whether the coupling's law is other than the paper's linear springs.
+    pub fn has_coupling_law(&self) -> bool {
+        self.has_coupling_dampers() || self.alpha_cubic != 0.0 || self.beta_cubic != 0.0
+    }
+
             /// Value of a scalar parameter as f64 (integers converted), by name.
             pub fn scalar(&self, name: &str) -> Option<f64> {
                 match name {
@@ -269,6 +280,10 @@ define_params! {
     beta: f64 = 500.0, "N/m", Range::Positive, "Stiffness of the leg-body springs (beta).", kernel;
     l_alpha: f64 = 1.0, "m", Range::Positive, "Rest length of the alpha springs.", kernel;
     l_beta: f64 = 0.5, "m", Range::Positive, "Rest length of the beta springs.", kernel;
+    alpha_cubic: f64 = 0.0, "N/m^3", Range::Finite, "Cubic term k3 of the alpha springs' force k(L0 - l) + k3(L0 - l)^3 (0: linear, the paper; > 0 stiffening, < 0 softening).", kernel;
+    beta_cubic: f64 = 0.0, "N/m^3", Range::Finite, "Cubic term k3 of the beta springs' force (0: linear, the paper).", kernel;
+    alpha_damping: f64 = 0.0, "N s/m", Range::NonNegative, "Kelvin-Voigt damping c of the alpha springs: force -c dl/dt along the spring (0: elastic, the paper).", kernel;
+    beta_damping: f64 = 0.0, "N s/m", Range::NonNegative, "Kelvin-Voigt damping c of the beta springs (0: elastic, the paper).", kernel;
     tau_t: f64 = 1.0, "m", Range::Positive, "Body thickness tau_T.";
     tau_c: f64 = 0.2, "m", Range::NonNegative, "Body clearance tau_C.";
     x_t: f64 = 1.0, "m", Range::Positive, "Terrain position X_t (x points down).", kernel;

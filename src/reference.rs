@@ -1,7 +1,8 @@
 //! The stiff CPU reference: metachron's structured ESDIRK3(4) (`integrate::esdirk`, the
 //! default), or, as a cross-check, diffsol's BDF or ESDIRK3(4) in f64 on the dense
-//! first-order system y = [q, v, W, W_A] with W the actuation work ∫Σ|M0_i ψ̇_i| dt and
-//! W_A the internal couples' work ∫Σ|Q_A,i·q̇_i| dt.
+//! first-order system y = [q, v, W, W_A, W_C] with W the actuation work ∫Σ|M0_i ψ̇_i| dt,
+//! W_A the internal couples' work ∫Σ|Q_A,i·q̇_i| dt and W_C the energy the coupling's
+//! dampers dissipate, ∫Σc·γ̇² dt.
 //!
 //! Jacobian-vector products are forward differences of the right-hand side with f(y)
 //! cached (diffsol assembles the dense Jacobian column by column from them; the LU of
@@ -36,6 +37,9 @@ impl Rhs {
             .accelerations(t, &y[..nq], &y[nq..2 * nq], &mut dy[nq..2 * nq]);
         dy[2 * nq] = power.servo;
         dy[2 * nq + 1] = power.couple;
+        if let Some(w) = dy.get_mut(2 * nq + 2) {
+            *w = power.coupling;
+        }
     }
 
     /// Forward-difference J·v with the base value f(y) cached across columns.
@@ -97,11 +101,14 @@ pub fn run_reference(
     }
     let t_final = robot.p.t_final;
     let nq = robot.nq();
-    let ny = 2 * nq + 2;
+    // W_C joins the system only where the coupling has dampers (without, the system and
+    // its error norm stay the paper's).
+    let damped = robot.p.has_coupling_dampers();
+    let ny = 2 * nq + 2 + usize::from(damped);
     let (q0, v0) = robot.initial_state();
     let mut y0 = q0;
     y0.extend_from_slice(&v0);
-    y0.extend([0.0, 0.0]);
+    y0.resize(ny, 0.0);
     let rhs = Rc::new(Rhs {
         robot: robot.clone(),
         nq,
@@ -115,6 +122,9 @@ pub fn run_reference(
     let mut atol = vec![settings.atol; ny];
     atol[2 * nq] = settings.atol * 1e4;
     atol[2 * nq + 1] = settings.atol * 1e4;
+    if damped {
+        atol[2 * nq + 2] = settings.atol * 1e4;
+    }
     let problem = OdeBuilder::<NalgebraMat<f64>>::new()
         .rtol(settings.rtol)
         .atol(atol)
@@ -135,6 +145,7 @@ pub fn run_reference(
     let emit = |y: &[f64], t: f64, on_sample: &mut dyn FnMut(&Sample)| {
         let mut s = Sample::from_state(robot, t, &y[..nq], y[2 * nq]);
         s.work_axo = y[2 * nq + 1];
+        s.work_coupling = y.get(2 * nq + 2).copied().unwrap_or(0.0);
         s.v = y[nq..2 * nq].to_vec();
         on_sample(&s);
     };

@@ -20,6 +20,8 @@ pub struct Sample {
     pub work: f64,
     /// The internal couples' work ∫Σ|Q_A,i·q̇_i| dt up to t.
     pub work_axo: f64,
+    /// The energy the coupling's dampers dissipated, ∫Σc·γ̇² dt up to t.
+    pub work_coupling: f64,
     /// All generalised coordinates (leg shapes for drawing); empty when a backend
     /// reports only the summary above.
     pub q: Vec<f64>,
@@ -28,8 +30,9 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// Read a sample off the generalised coordinates (the couples' work starts at 0:
-    /// a backend that has it sets `work_axo`).
+    /// Read a sample off the generalised coordinates (the couples' work and the
+    /// coupling's dissipation start at 0: a backend that has them sets `work_axo`,
+    /// `work_coupling`).
     pub fn from_state(robot: &Robot, t: f64, q: &[f64], work: f64) -> Sample {
         let ix = robot.idx;
         let body = robot.body_of(q);
@@ -55,6 +58,7 @@ impl Sample {
             body,
             work,
             work_axo: 0.0,
+            work_coupling: 0.0,
             q,
             v: Vec::new(),
         }
@@ -82,6 +86,7 @@ impl Sample {
             && self.body.iter().all(|x| x.is_finite())
             && self.work.is_finite()
             && self.work_axo.is_finite()
+            && self.work_coupling.is_finite()
     }
 }
 

@@ -58,6 +58,7 @@ macro_rules! for_each_scalar_metric {
             mean_speed: "m/s", None, "Y_b's change over the window divided by the window's length";
             work: "J", PerClass, "the basal servos' work ∫Σ|M0_i ψ̇_i| dt over the whole run";
             work_axo: "J", PerClass, "the internal couples' work ∫Σ|Q_A,i·q̇_i| dt over the whole run";
+            work_coupling: "J", PerClass, "the energy the coupling's dampers dissipate, ∫Σc·γ̇² dt over the whole run (0 without dampers)";
             cost_of_transport: "1", PerClass, "(work + work_axo) / ((m + Nρℓ)·g·|displacement|)";
             duty_factor: "1", None, "fraction of window samples with the tip at or beyond the terrain, mean over legs";
             max_inextensibility: "1", None, "largest |V|/ℓ over legs and every output sample of the run";

@@ -157,6 +157,7 @@ fn parse_shape(text: &str, couple: bool, ground: Option<usize>) -> Result<Kernel
         couple,
         ground: ground.is_some(),
         harmonics,
+        law: false,
     })
 }
 

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
+use metachron::dataset::rows::{Column, Rows};
+use metachron::dataset::schema::META_SWEEP_NAME;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest, MAX_BINS};
 use metachron::sweep::audit::recorded_sweep;
@@ -39,6 +41,11 @@ pub struct MapArgs {
     /// 1 to 500.
     #[arg(long, value_name = "N")]
     bins: Option<usize>,
+    /// Draw only the rows where a column has this value, e.g. `--where terrain=rough
+    /// --where alpha_damping=2` (repeatable: every condition holds): one facet of a
+    /// sweep with more than two axes. The title names the conditions.
+    #[arg(long = "where", value_name = "COLUMN=VALUE")]
+    conditions: Vec<String>,
     /// Output file: `.png` or `.svg` (other names are refused).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -46,6 +53,56 @@ pub struct MapArgs {
     /// refusing it.
     #[arg(long)]
     allow_incomplete: bool,
+}
+
+/// The rows of `ds` meeting every `COLUMN=VALUE` of `conditions` (numbers equal to 1e-12
+/// relative, text exactly), with the conditions appended to the sweep's name.
+fn facet(ds: Rows, conditions: &[String]) -> Result<Rows> {
+    if conditions.is_empty() {
+        return Ok(ds);
+    }
+    let mut keep = vec![true; ds.len()];
+    for cond in conditions {
+        let Some((name, value)) = cond.split_once('=') else {
+            bail!("--where `{cond}`: expected COLUMN=VALUE, e.g. terrain=rough");
+        };
+        let (name, value) = (name.trim(), value.trim());
+        match ds.column(name) {
+            Some(Column::Num(v)) => {
+                let want: f64 = value.parse().map_err(|_| {
+                    anyhow::anyhow!("--where `{cond}`: `{name}` is numeric; `{value}` is no number")
+                })?;
+                for (k, x) in keep.iter_mut().zip(v) {
+                    *k &= (x - want).abs() <= 1e-12 * want.abs().max(1.0);
+                }
+            }
+            Some(Column::Text(v)) => {
+                for (k, x) in keep.iter_mut().zip(v) {
+                    *k &= x == value;
+                }
+            }
+            None => bail!("--where `{cond}`: the dataset has no column `{name}`"),
+        }
+    }
+    if !keep.iter().any(|&k| k) {
+        bail!(
+            "--where {}: no row meets every condition",
+            conditions.join(" ")
+        );
+    }
+    let mut out = ds.select(&keep);
+    let name = out
+        .metadata
+        .get(META_SWEEP_NAME)
+        .cloned()
+        .unwrap_or_default();
+    out.metadata.insert(
+        META_SWEEP_NAME.to_string(),
+        format!("{name} ({})", conditions.join(", "))
+            .trim()
+            .to_string(),
+    );
+    Ok(out)
 }
 
 /// `LO:HI` with LO < HI, both finite.
@@ -83,6 +140,7 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
     if ds.files == 0 {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }
+    let ds = facet(ds, &a.conditions)?;
     let req = MapRequest {
         x: a.x,
         y: a.y,

@@ -518,6 +518,9 @@ fn print_summary(plan: &Plan, r: &PointResult) {
     if plan.cfg.params.axo_f != 0.0 {
         println!("  couple work          {:.6} J", m.work_axo);
     }
+    if plan.cfg.params.has_coupling_dampers() {
+        println!("  coupling dissipation {:.6} J", m.work_coupling);
+    }
     println!("  cost of transport    {:.6}", m.cost_of_transport);
     println!("  duty factor          {:.6}", m.duty_factor);
     println!("  max inextensibility  {:.3e}", m.max_inextensibility);

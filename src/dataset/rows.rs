@@ -48,6 +48,33 @@ impl Rows {
         self.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
     }
 
+    /// The rows where `keep` holds (same columns, metadata and file count).
+    pub fn select(&self, keep: &[bool]) -> Rows {
+        fn pick<T: Clone>(v: &[T], keep: &[bool]) -> Vec<T> {
+            v.iter()
+                .zip(keep)
+                .filter(|(_, k)| **k)
+                .map(|(x, _)| x.clone())
+                .collect()
+        }
+        let columns = self
+            .columns
+            .iter()
+            .map(|(name, c)| {
+                let c = match c {
+                    Column::Num(v) => Column::Num(pick(v, keep)),
+                    Column::Text(v) => Column::Text(pick(v, keep)),
+                };
+                (name.clone(), c)
+            })
+            .collect();
+        Rows {
+            columns,
+            metadata: self.metadata.clone(),
+            files: self.files,
+        }
+    }
+
     /// The number of rows.
     pub fn len(&self) -> usize {
         self.columns.first().map(|(_, c)| c.len()).unwrap_or(0)

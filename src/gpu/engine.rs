@@ -757,6 +757,7 @@ fn finish_instance(
             y: sum(tally::LAST_Y),
             work: sum(tally::LAST_WORK),
             work_axo: sum(tally::LAST_WORK_AXO),
+            work_coupling: sum(tally::LAST_WORK_COUPLING),
         }),
         max_inext: per_leg(tally::MAX_INEXT).into_iter().fold(0.0, f64::max),
         phi: per_leg(tally::PHI),

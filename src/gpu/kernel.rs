@@ -768,7 +768,8 @@ fn ldlt_solve(c: &mut Code, rhs: [&str; 3], out: &str) {
 /// Stage `body_kick`: the body's explicit loads (springs summed over the robot's legs, contact),
 /// implicit damping (CPU: the end of `lanes::kernel::step`). `ground`: P_1, P_2 on the
 /// terrain (`body_contact_ground`, with the body's low y word where compensated).
-fn body_kick(c: &mut Code, n_legs: usize, ground: bool, arith: Arith) {
+/// `law`: the coupling's dampers add D_b (summed over the legs) to the implicit damping.
+fn body_kick(c: &mut Code, n_legs: usize, ground: bool, law: bool, arith: Arith) {
     c.stage("body_kick");
     c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
     let loads: Vec<String> = (0..n_legs)
@@ -781,6 +782,16 @@ fn body_kick(c: &mut Code, n_legs: usize, ground: bool, arith: Arith) {
     };
     c.line(format!("let load = {} + {contact};", loads.join(" + ")));
     c.line("let bm = p_body_mass;");
+    if law {
+        let damp: Vec<String> = (0..n_legs)
+            .map(|j| format!("wg_damp[first + {j}u].xyz"))
+            .collect();
+        c.line(format!("let damp = h * ({});", damp.join(" + ")));
+        c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta + damp.x);");
+        c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta + damp.y);");
+        c.line("vb.z = (p_inertia * vb.z + h * load.z) / (p_inertia + h * p_zeta_l2 + damp.z);");
+        return;
+    }
     c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta);");
     c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta);");
     c.line("vb.z = (p_inertia * vb.z + h * load.z) / (p_inertia + h * p_zeta_l2);");
@@ -896,6 +907,8 @@ struct Kernel {
     leg: Leg,
     couple: bool,
     ground: bool,
+    /// The coupling's law (shaders/coupling.wgsl).
+    law: bool,
     arith: Arith,
 }
 
@@ -908,6 +921,7 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         n_nodes,
         couple,
         ground,
+        law,
         ..
     } = shape;
     let lay = StateLayout {
@@ -924,6 +938,7 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
         leg,
         couple,
         ground,
+        law,
         arith,
     };
     let mut c = Code {
@@ -953,6 +968,10 @@ fn dispatch_start(c: &mut Code, k: Kernel) {
     if k.couple {
         c.line("// Each leg's couple work at a sample, summed over the robot's legs.");
         c.line("var<workgroup> wg_axo: array<real, WORKGROUP_SIZE>;");
+    }
+    if k.law {
+        c.line("// Each leg's share of the energy the dampers dissipated, at a sample.");
+        c.line("var<workgroup> wg_coupling: array<real, WORKGROUP_SIZE>;");
     }
     c.line("@compute @workgroup_size(WORKGROUP_SIZE)");
     c.open("fn advance(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {");
@@ -991,10 +1010,13 @@ fn step_stages(c: &mut Code, k: Kernel) {
     c.open("if stepping {");
     opening_drift(c, k.arith, l);
     c.line(format!("wg_base[lid] = vec2<real>(q_0, q_{});", 2 * n));
+    if k.law {
+        c.line(format!("wg_base_v[lid] = vec2<real>(v_0, v_{});", 2 * n));
+    }
     c.close();
     c.line("workgroupBarrier();");
     c.open("if stepping {");
-    spring_loads(c);
+    spring_loads(c, k.law);
     c.close();
     c.line("workgroupBarrier();");
     c.open("if stepping {");
@@ -1005,7 +1027,7 @@ fn step_stages(c: &mut Code, k: Kernel) {
     leg_forces(&mut body_code, k.leg, k.couple, k.ground, k.arith);
     kick_solve(&mut body_code, k.leg, k.ground, k.arith);
     touchdown(&mut body_code, k.leg, k.couple, k.ground, k.arith);
-    body_kick(&mut body_code, k.lay.n_legs, k.ground, k.arith);
+    body_kick(&mut body_code, k.lay.n_legs, k.ground, k.law, k.arith);
     closing_drift(&mut body_code, k.leg, k.arith);
     c.s.push_str(&member_lets(&body_code.s, c.indent));
     c.s.push_str(&body_code.s);
@@ -1025,9 +1047,17 @@ fn opening_drift(c: &mut Code, arith: Arith, l: usize) {
 /// Stage `spring_loads`: this leg's share of the springs (`leg_springs`,
 /// shaders/springs.wgsl) from the basal points in workgroup memory: the force on its
 /// base and its part of the body's load. CPU: `lanes::kernel::spring_loads`.
-fn spring_loads(c: &mut Code) {
+/// `law`: the coupling's law (`leg_springs_law`, shaders/coupling.wgsl): also this
+/// leg's share of the body's implicit damping, and the dissipated energy's running sum.
+fn spring_loads(c: &mut Code, law: bool) {
     c.stage("spring_loads");
-    c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
+    if law {
+        c.line("let share = leg_springs_law(ri, leg, lid, qb, vb, sincos(qb.z));");
+        c.line("wg_damp[lid] = vec4<real>(share.damping, 0.0);");
+        c.line("t_work_coupling += h * share.dissipation;");
+    } else {
+        c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
+    }
     c.line("fb = share.base;");
     c.line("wg_load[lid] = vec4<real>(share.load, 0.0);");
 }
@@ -1073,6 +1103,9 @@ fn sample_metrics(c: &mut Code, k: Kernel) {
     ));
     if k.couple {
         c.line("wg_axo[lid] = t_work_axo;");
+    }
+    if k.law {
+        c.line("wg_coupling[lid] = t_work_coupling;");
     }
     c.close();
     c.line("workgroupBarrier();");
@@ -1147,6 +1180,13 @@ fn sample_sums(c: &mut Code, k: Kernel) {
         c.line(format!(
             "t_last_work_axo = {};",
             all(&|j| format!("wg_axo[first + {j}u]"), " + ")
+        ));
+    }
+    if k.law {
+        c.line("// The dampers' dissipated energy at this sample (CPU: `Sample::work_coupling`).");
+        c.line(format!(
+            "t_last_work_coupling = {};",
+            all(&|j| format!("wg_coupling[first + {j}u]"), " + ")
         ));
     }
 }

@@ -84,6 +84,9 @@ pub struct KernelShape {
     /// Coulomb on flat ground, one for a sine, `terrain_modes` for the rough profile);
     /// 0 where `ground` is false.
     pub harmonics: usize,
+    /// The coupling's law (cubic terms, dampers: docs/model.md, "The coupling's law").
+    /// Without it the springs are the paper's linear ones.
+    pub law: bool,
 }
 
 impl KernelShape {
@@ -99,6 +102,7 @@ impl KernelShape {
             couple: axoneme::has_couple(p),
             ground,
             harmonics: if ground { harmonics } else { 0 },
+            law: p.has_coupling_law(),
         }
     }
 
@@ -110,6 +114,7 @@ impl KernelShape {
             couple: false,
             ground: false,
             harmonics: 0,
+            law: false,
         }
     }
 

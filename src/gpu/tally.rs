@@ -41,6 +41,9 @@ const fn robot(name: &'static str) -> RunningSum {
 /// internal couple's ∫|Q_A·q̇|dt (kept by kernels with the couple, else 0).
 pub const WORK: RunningSum = leg(metric::work);
 pub const WORK_AXO: RunningSum = leg(metric::work_axo);
+/// The energy this leg's springs' dampers dissipated, ∫c·γ̇²dt (each spring counted by
+/// one leg; kept by kernels with the coupling's law, else 0).
+pub const WORK_COUPLING: RunningSum = leg(metric::work_coupling);
 /// Unwrapped phase φ (0 at t = 0) and its value at the first window sample.
 pub const PHI: RunningSum = leg("phi");
 pub const PHI_START: RunningSum = leg("phi_start");
@@ -68,11 +71,13 @@ pub const LAST_Y: RunningSum = robot("last_y");
 /// Actuation work and the couples' work of the robot at the last sample.
 pub const LAST_WORK: RunningSum = robot("last_work");
 pub const LAST_WORK_AXO: RunningSum = robot("last_work_axo");
+pub const LAST_WORK_COUPLING: RunningSum = robot("last_work_coupling");
 
 /// The running sums, in state-buffer order (after q and v).
 pub const RUNNING_SUMS: &[RunningSum] = &[
     WORK,
     WORK_AXO,
+    WORK_COUPLING,
     PHI,
     PHI_START,
     PREV_TX,
@@ -90,6 +95,7 @@ pub const RUNNING_SUMS: &[RunningSum] = &[
     LAST_Y,
     LAST_WORK,
     LAST_WORK_AXO,
+    LAST_WORK_COUPLING,
 ];
 
 /// Slots of one instance's resident state (SoA: slot s of instance i is

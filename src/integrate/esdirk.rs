@@ -123,9 +123,13 @@ impl<'a> System<'a> {
         let step = |x: f64| f64::EPSILON.sqrt() * x.abs().max(1.0);
         // Velocity columns: leg velocities act on their own leg only, body velocities on
         // the body only; so local column k of every leg and body column k share a group.
-        for k in 0..l {
+        // With the coupling's dampers base-node and body velocities reach neighbours and
+        // the body as their positions do: those go one at a time with them below.
+        let damped = robot.p.has_coupling_dampers();
+        let wide_v = |k: usize| damped && (k == a1 || k == c1);
+        for k in (0..l).filter(|&k| !wide_v(k)) {
             let mut cols: Vec<usize> = (0..n_legs).map(|i| i * l + k).collect();
-            if k < 3 {
+            if k < 3 && !damped {
                 cols.push(body + k);
             }
             let deltas: Vec<f64> = cols.iter().map(|&c| step(v[c])).collect();
@@ -165,13 +169,24 @@ impl<'a> System<'a> {
             .flat_map(|i| [i * l + a1, i * l + c1])
             .chain(body..nq)
             .collect();
-        for c in wide {
+        for &c in &wide {
             let d = step(q[c]);
             qp[c] = q[c] + d;
             accel(&qp, v, &mut ap);
             qp[c] = q[c];
             for r in 0..nq {
                 jq[r * nq + c] = (ap[r] - a0[r]) / d;
+            }
+        }
+        if damped {
+            for &c in &wide {
+                let d = step(v[c]);
+                vp[c] = v[c] + d;
+                accel(q, &vp, &mut ap);
+                vp[c] = v[c];
+                for r in 0..nq {
+                    jv[r * nq + c] = (ap[r] - a0[r]) / d;
+                }
             }
         }
         self.evals += evals;
@@ -293,6 +308,7 @@ fn emit_samples(
         let within = |f: fn(&Powers) -> f64| f(work) + s * (f(w_new) - f(work));
         let mut smp = Sample::from_state(robot, ts, &qi, within(|p| p.servo));
         smp.work_axo = within(|p| p.couple);
+        smp.work_coupling = within(|p| p.coupling);
         smp.v = vi;
         on_sample(&smp);
         next += 1;
@@ -722,6 +738,7 @@ impl<'a> Stepper<'a> {
         let w_new = Powers {
             servo: self.work.servo + stage_sum(|p| p.servo),
             couple: self.work.couple + stage_sum(|p| p.couple),
+            coupling: self.work.coupling + stage_sum(|p| p.coupling),
         };
         if !state_is_sane(&ws.q_new) || !ws.v_new.iter().all(|x| x.is_finite()) {
             return Err(Status::Diverged { time: t_new });

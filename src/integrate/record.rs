@@ -86,10 +86,17 @@ impl Context<'_> {
         harmonic(&self.robot.terrain, m)
     }
 
-    /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv.
+    /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv − a·hC_b·E₁v.
     fn inertia_share(&self) -> f64 {
         let p = &self.robot.p;
         p.rho / (p.rho + self.h * p.zeta)
+    }
+
+    /// C_b = 2c_α + c_β: the damping of the three springs at every leg base (two α and
+    /// one β springs at each, the end legs' outer α springs included; N ≥ 2).
+    fn base_damping(&self) -> f64 {
+        let p = &self.robot.p;
+        2.0 * p.alpha_damping + p.beta_damping
     }
 }
 
@@ -125,6 +132,10 @@ constants! {
     /// the midpoint and its weight of the old vᵀGv.
     half_h2 = c.h * c.h * 0.5;
     touchdown_old = (c.k_pen() + 1.5) / (c.k_pen() + 1.0);
+    /// (1 − a)·C_b: the kick takes the dampers at each base as C_b·I implicit (in P) and
+    /// the rest explicit; this is the explicit share's C_b·v_base net of the inertia
+    /// term's −a·C_b·v_base (docs/integrators.md, "The coupling's dampers").
+    base_damping_explicit = (1.0 - c.inertia_share()) * c.base_damping();
     /// ζℓ²: the body's rotational damping.
     zeta_l2 = c.robot.p.zeta * c.robot.p.leg_length * c.robot.p.leg_length;
     /// The body's moment of inertia I_b.
@@ -205,7 +216,7 @@ constants! {
 pub struct MatrixSet {
     pub bending: Dense,
     pub geometric: Dense,
-    /// P⁻¹, P = (ρ + hζ)M + θh²K_M·K.
+    /// P⁻¹, P = (ρ + hζ)M + θh²K_M·K + hC_b·E₁ (E₁: the base node's value unknown).
     pub p_inv: Dense,
     /// P's band LDLᵀ (the cpu kick solves with it; the GPU's multiplies by P⁻¹).
     pub p_factor: BandLdlt,
@@ -225,6 +236,11 @@ impl MatrixSet {
         for i in 0..m * m {
             pm.a[i] = (p.rho + h * p.zeta) * robot.fe.mass.a[i]
                 + theta * h * h * p.k_m * robot.fe.bending.a[i];
+        }
+        // The coupling's dampers at the base (a_1 in X, c_1 in Y), implicit: hC_b on the
+        // base's diagonal entry (0 without dampers).
+        if c.base_damping() != 0.0 {
+            pm.a[0] += h * c.base_damping();
         }
         MatrixSet {
             bending: robot.fe.bending.clone(),
@@ -311,6 +327,15 @@ impl InstanceRecord {
     /// Whether the terrain is the paper's flat line (`Profile::is_flat`).
     pub fn terrain_is_flat(&self) -> bool {
         self.flat
+    }
+
+    /// Whether the coupling's law is other than the paper's linear springs.
+    pub fn has_coupling_law(&self) -> bool {
+        let p = &self.params;
+        p.alpha_cubic != 0.0
+            || p.beta_cubic != 0.0
+            || p.alpha_damping != 0.0
+            || p.beta_damping != 0.0
     }
 
     /// Whether the instance stands on anything but the paper's ground: a profile that is

@@ -7,7 +7,7 @@
 use super::axoneme::{self, couple_energy, couple_force};
 use super::body::{BodyGeometry, BodyLoad};
 use super::hermite::{assemble, Assembled, Dense};
-use super::springs::{spring_energy, spring_pass, springs, Spring};
+use super::springs::{spring_energy, spring_pass, springs, Ends, Law, Spring};
 use super::terrain::Profile;
 use crate::params::{Params, MAX_LEGS, MAX_NODES};
 
@@ -108,17 +108,20 @@ pub fn basal_gradient(b1: f64, d1: f64) -> [f64; 2] {
 }
 
 /// Power of the two actuations at one instant (summed over the legs it covers): the
-/// basal servos' Σ|M0_i ψ̇_i| and the internal couples' Σ|Q_A,i·q̇_i|.
+/// basal servos' Σ|M0_i ψ̇_i| and the internal couples' Σ|Q_A,i·q̇_i|; and the power
+/// the coupling's dampers dissipate, Σc·γ̇² (the whole robot's, set once).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Powers {
     pub servo: f64,
     pub couple: f64,
+    pub coupling: f64,
 }
 
 impl std::ops::AddAssign for Powers {
     fn add_assign(&mut self, o: Powers) {
         self.servo += o.servo;
         self.couple += o.couple;
+        self.coupling += o.coupling;
     }
 }
 
@@ -169,7 +172,21 @@ impl Robot {
             n_nodes: p.n_nodes,
             leg_dofs: 4 * p.n_nodes,
             body: BodyGeometry::new(p),
-            springs: springs(p.n_legs, p.alpha, p.beta, p.l_alpha, p.l_beta),
+            springs: springs(
+                p.n_legs,
+                Law {
+                    k: p.alpha,
+                    k3: p.alpha_cubic,
+                    c: p.alpha_damping,
+                    rest: p.l_alpha,
+                },
+                Law {
+                    k: p.beta,
+                    k3: p.beta_cubic,
+                    c: p.beta_damping,
+                    rest: p.l_beta,
+                },
+            ),
             idx: LegIndex { n: p.n_nodes },
             terrain: Profile::new(p),
             fe,
@@ -249,19 +266,27 @@ impl Robot {
         (q, vec![0.0; self.nq()])
     }
 
-    /// Spring forces on every leg base and the springs' load on the body.
-    pub fn spring_pass(&self, q: &[f64], base_force: &mut [[f64; 2]]) -> BodyLoad {
+    /// Spring forces on every leg base, the springs' load on the body and the power
+    /// their dampers dissipate (velocities `v`).
+    pub fn spring_pass(
+        &self,
+        q: &[f64],
+        v: &[f64],
+        base_force: &mut [[f64; 2]],
+    ) -> (BodyLoad, f64) {
         let mut bases = [[0.0; 2]; MAX_LEGS];
-        for (i, b) in bases.iter_mut().enumerate().take(self.n_legs) {
-            *b = self.base(q, i);
+        let mut bases_v = [[0.0; 2]; MAX_LEGS];
+        for i in 0..self.n_legs {
+            bases[i] = self.base(q, i);
+            bases_v[i] = self.base(v, i);
         }
-        spring_pass(
-            &self.springs,
-            &self.body,
-            &bases[..self.n_legs],
-            self.body_of(q),
-            base_force,
-        )
+        let ends = Ends {
+            bases: &bases[..self.n_legs],
+            bases_v: &bases_v[..self.n_legs],
+            body: self.body_of(q),
+            body_v: self.body_of(v),
+        };
+        spring_pass(&self.springs, &self.body, &ends, base_force)
     }
 
     /// The constraint terms of one leg (`q`, `v`: that leg's unknowns).
@@ -415,9 +440,12 @@ impl Robot {
         mode: &ContactMode,
     ) -> Powers {
         let mut base_force = [[0.0; 2]; MAX_LEGS];
-        let body_load = self.spring_pass(q, &mut base_force[..self.n_legs]);
+        let (body_load, dissipation) = self.spring_pass(q, v, &mut base_force[..self.n_legs]);
         let l = self.leg_dofs;
-        let mut power = Powers::default();
+        let mut power = Powers {
+            coupling: dissipation,
+            ..Powers::default()
+        };
         for (i, &force) in base_force.iter().enumerate().take(self.n_legs) {
             let r = i * l..(i + 1) * l;
             let inp = LegInputs {

@@ -467,6 +467,12 @@ fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
             ),
             ("duty factor".into(), format!("{:.3}", m.duty_factor)),
         ]);
+        if m.work_coupling != 0.0 {
+            v.push((
+                "coupling dissipation".into(),
+                format!("{:.4} J", m.work_coupling),
+            ));
+        }
     } else {
         v.push(("stopped at".into(), format!("t = {:.4} s", m.status.time())));
     }

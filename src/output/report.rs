@@ -154,14 +154,29 @@ fn cell(a: &dyn Array, row: usize) -> String {
 impl Table {
     /// The page's view of `metachron summarize`'s table: the combination, the swept
     /// parameters, the run count, and per class in `classes` its fraction with the
-    /// Wilson 95 % interval as "f [lo, hi]".
+    /// Wilson 95 % interval as "f [lo, hi]"; where the coupling's dampers dissipated
+    /// energy, per class its mean `work_coupling` (J).
     pub fn from_summary(batch: &RecordBatch, axes: &[String], classes: &[String]) -> Table {
         let col = |name: &str| batch.column_by_name(name);
+        let float = |name: &str, r: usize| {
+            col(name).and_then(|a| {
+                a.as_any()
+                    .downcast_ref::<Float64Array>()
+                    .map(|x| x.value(r))
+            })
+        };
+        let dissipation = |c: &String| voc::class_mean(voc::metric::work_coupling, c);
+        let damped = classes.iter().any(|c| {
+            (0..batch.num_rows()).any(|r| float(&dissipation(c), r).is_some_and(|x| x > 0.0))
+        });
         let mut header = vec![COL_COMBO.to_string()];
         header.extend(axes.iter().cloned());
         header.push("runs".into());
         for c in classes {
             header.push(format!("{c} [95 % interval]"));
+        }
+        if damped {
+            header.extend(classes.iter().map(|c| format!("{} (J)", dissipation(c))));
         }
         let n = batch.num_rows();
         let shown = n.min(MAX_TABLE_ROWS);
@@ -192,6 +207,12 @@ impl Table {
                         _ => String::new(),
                     },
                 );
+            }
+            if damped {
+                row.extend(classes.iter().map(|c| match float(&dissipation(c), r) {
+                    Some(x) if x.is_finite() => format!("{x:.3}"),
+                    _ => String::new(),
+                }));
             }
             rows.push(row);
         }

@@ -62,7 +62,12 @@ pub fn per_class_metrics() -> impl Iterator<Item = (&'static str, &'static str)>
 
 /// Metrics a dataset of format version 2 may lack (it was written by a build without
 /// them): summarised where present.
-const OPTIONAL_METRICS: &[&str] = &[metric::work, metric::work_axo, metric::cost_of_transport];
+const OPTIONAL_METRICS: &[&str] = &[
+    metric::work,
+    metric::work_axo,
+    metric::work_coupling,
+    metric::cost_of_transport,
+];
 
 fn mean_std(x: &[f64]) -> (f64, f64) {
     let f: Vec<f64> = x.iter().copied().filter(|v| v.is_finite()).collect();

@@ -11,6 +11,7 @@ mod batch_validation;
 mod broken_pipe;
 mod contact_events;
 mod couple;
+mod coupling_law;
 mod cpu_batch;
 mod dataset_room;
 mod first_hour;

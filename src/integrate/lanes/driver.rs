@@ -69,6 +69,7 @@ pub struct LaneState {
     pub steps: usize,
     pub work: f64,
     pub work_axo: f64,
+    pub work_coupling: f64,
     pub sample: usize,
 }
 
@@ -82,6 +83,7 @@ impl LaneState {
             steps: 0,
             work: 0.0,
             work_axo: 0.0,
+            work_coupling: 0.0,
             sample: 0,
         }
     }
@@ -191,6 +193,7 @@ pub fn run_block_from<const W: usize>(
             };
             let mut sample = r.sample(job.robot, &st, j, t, q);
             sample.work_axo = st.work_axo.lane(j);
+            sample.work_coupling = st.work_coupling.lane(j);
             let end = |status| Some(LaneOutcome::Ended(LaneEnd { status, steps: at }));
             if !r.sane[j] || !sample.is_finite() {
                 outcomes[j] = end(Status::Diverged { time: t });
@@ -222,6 +225,7 @@ pub fn run_block_from<const W: usize>(
                             steps: at,
                             work: sample.work,
                             work_axo: sample.work_axo,
+                            work_coupling: sample.work_coupling,
                             sample: k,
                         },
                         schedule: longer,
@@ -302,6 +306,7 @@ fn block_state<const W: usize>(starts: &[LaneState]) -> BlockState<W> {
         steps: column(&|s| s.steps as f64),
         work: column(&|s| s.work),
         work_axo: column(&|s| s.work_axo),
+        work_coupling: column(&|s| s.work_coupling),
     }
 }
 
@@ -313,4 +318,5 @@ fn park<const W: usize>(st: &mut BlockState<W>, j: usize, q0: &[f64]) {
     }
     st.work.0[j] = 0.0;
     st.work_axo.0[j] = 0.0;
+    st.work_coupling.0[j] = 0.0;
 }

@@ -66,9 +66,11 @@ pub struct BlockState<const W: usize> {
     pub v: Lanes<W>,
     /// Steps taken (a whole number): the time is steps·h, exactly as the GPU's.
     pub steps: L<W>,
-    /// The servos' work and the internal couples' work.
+    /// The servos' work, the internal couples' work and the energy the coupling's
+    /// dampers dissipated.
     pub work: L<W>,
     pub work_axo: L<W>,
+    pub work_coupling: L<W>,
 }
 
 impl<const W: usize> BlockState<W> {
@@ -80,6 +82,7 @@ impl<const W: usize> BlockState<W> {
             steps: L::zero(),
             work: L::zero(),
             work_axo: L::zero(),
+            work_coupling: L::zero(),
         }
     }
 }
@@ -341,10 +344,13 @@ fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Surfa
 }
 
 /// The springs' load on the body at the midpoint (F_x, F_y, torque about the centre
-/// of mass) and (sin θ, cos θ) of its angle, for [`body_kick`].
+/// of mass) and (sin θ, cos θ) of its angle, for [`body_kick`]; with the coupling's
+/// law, the body's implicit damping D_b (diagonal) and the power the dampers dissipate.
 struct BodyLoad<const W: usize> {
     load: [L<W>; 3],
     sin_cos: [L<W>; 2],
+    damping: [L<W>; 3],
+    dissipation: L<W>,
 }
 
 /// Stage `spring_loads` at the midpoint: the force of every spring on each leg base
@@ -425,7 +431,102 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
             &mut load,
         );
     }
-    BodyLoad { load, sin_cos: sc }
+    BodyLoad {
+        load,
+        sin_cos: sc,
+        damping: [L::zero(); 3],
+        dissipation: L::zero(),
+    }
+}
+
+/// Force on the end `p` (velocity `vp`) of a spring whose other end is `o` (velocity
+/// `vo`) under the coupling's law: [k(l0 − γ) + k₃(l0 − γ)³ − c·γ̇]/γ·(p − o), and the
+/// power c·γ̇² its damper dissipates (`model::springs::law_force`).
+#[inline(always)]
+fn law_force<const W: usize>(
+    [k, k3, c, l0]: [L<W>; 4],
+    [p, o]: [[L<W>; 2]; 2],
+    [vp, vo]: [[L<W>; 2]; 2],
+) -> ([L<W>; 2], L<W>) {
+    let d = [p[0] - o[0], p[1] - o[1]];
+    let gamma = (d[0] * d[0] + d[1] * d[1]).sqrt();
+    let s = l0 - gamma;
+    let rate = (d[0] * (vp[0] - vo[0]) + d[1] * (vp[1] - vo[1])) / gamma;
+    let f = (k * s + k3 * s * s * s - c * rate) / gamma;
+    ([f * d[0], f * d[1]], c * rate * rate)
+}
+
+/// Stage `spring_loads` where a lane's coupling has its law (docs/model.md, "The
+/// coupling's law"): the springs' forces with the cubic term and the dampers at the
+/// old velocities, and the split that makes the dampers implicit without coupling the
+/// kicks (docs/integrators.md): each base takes C_b·I implicit in P, so its explicit
+/// share gains (1 − a)·C_b·v_base; the body takes D_b = Σc·(2, 2, 2|r|²) ≥ the dampers'
+/// own matrix implicit in its kick, so its load gains D_b·v_b.
+fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
+    m: &BlockModel<W>,
+    (q, v): (&[L<W>], &[L<W>]),
+    base_force: &mut [[L<W>; 2]],
+) -> BodyLoad<W> {
+    let nn = nodes::<W, NN>(m);
+    let (n, l) = (m.n_legs, 4 * nn);
+    let o = n * l;
+    let body = [q[o], q[o + 1], q[o + 2]];
+    let vb = [v[o], v[o + 1], v[o + 2]];
+    let (sin, cos) = super::trig::sin_cos::<W, F>(body[2]);
+    let sc = [sin, cos];
+    let base = |i: usize| [q[i * l], q[i * l + 2 * nn]];
+    let base_v = |i: usize| [v[i * l], v[i * l + 2 * nn]];
+    let alpha = [m.p.alpha, m.p.alpha_cubic, m.p.alpha_damping, m.p.l_alpha];
+    let beta = [m.p.beta, m.p.beta_cubic, m.p.beta_damping, m.p.l_beta];
+    let (mut load, mut damping, mut dissipation) = ([L::zero(); 3], [L::zero(); 3], L::zero());
+    base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
+    // A spring (law `law`) from base `i` to body point `j`.
+    let mut to_body = |law: [L<W>; 4], i: usize, j: usize, bf: &mut [[L<W>; 2]]| {
+        let b = world(body, sc, *m.b_points[j]);
+        let r = [b[0] - body[0], b[1] - body[1]];
+        let vpoint = [vb[0] - vb[2] * r[1], vb[1] + vb[2] * r[0]];
+        let (f, w) = law_force(law, [base(i), b], [base_v(i), vpoint]);
+        dissipation += w;
+        bf[i][0] += f[0];
+        bf[i][1] += f[1];
+        load[0] -= f[0];
+        load[1] -= f[1];
+        load[2] -= r[0] * f[1] - r[1] * f[0];
+        let c2 = law[2] * 2.0;
+        damping[0] += c2;
+        damping[1] += c2;
+        damping[2] += c2 * (r[0] * r[0] + r[1] * r[1]);
+    };
+    // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
+    to_body(alpha, 0, 0, base_force);
+    let mut between_legs = L::zero();
+    for i in 1..n {
+        let (f, w) = law_force(alpha, [base(i), base(i - 1)], [base_v(i), base_v(i - 1)]);
+        between_legs += w;
+        base_force[i][0] += f[0];
+        base_force[i][1] += f[1];
+        base_force[i - 1][0] -= f[0];
+        base_force[i - 1][1] -= f[1];
+    }
+    to_body(alpha, n - 1, n + 1, base_force);
+    for i in 0..n {
+        to_body(beta, i, i + 1, base_force);
+    }
+    dissipation += between_legs;
+    for (i, bf) in base_force.iter_mut().enumerate() {
+        let u = base_v(i);
+        bf[0] = m.d.base_damping_explicit.mul_add::<F>(u[0], bf[0]);
+        bf[1] = m.d.base_damping_explicit.mul_add::<F>(u[1], bf[1]);
+    }
+    for k in 0..3 {
+        load[k] = damping[k].mul_add::<F>(vb[k], load[k]);
+    }
+    BodyLoad {
+        load,
+        sin_cos: sc,
+        damping,
+        dissipation,
+    }
 }
 
 /// The internal couple of leg `leg` at the step's midpoint (docs/model.md (A5)), as
@@ -1080,7 +1181,12 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         s.axo_phase = [cos, sin];
     }
     let mut base_force = std::mem::take(&mut s.base_force);
-    let body = spring_loads::<W, F, NN>(m, &st.q, &mut base_force);
+    let body = if m.coupling_law {
+        spring_loads_law::<W, F, NN>(m, (&st.q, &st.v), &mut base_force)
+    } else {
+        spring_loads::<W, F, NN>(m, &st.q, &mut base_force)
+    };
+    let dissipation = body.dissipation;
     let l = 4 * nodes::<W, NN>(m);
     let (mut power, mut work_axo) = (L::zero(), L::zero());
     for (i, &bf) in base_force.iter().enumerate() {
@@ -1098,6 +1204,9 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     st.work = m.d.h.mul_add::<F>(power, st.work);
     if m.couple.is_some() {
         st.work_axo += work_axo;
+    }
+    if m.coupling_law {
+        st.work_coupling = m.d.h.mul_add::<F>(dissipation, st.work_coupling);
     }
     st.steps += L::splat(1.0);
 }
@@ -1121,6 +1230,8 @@ fn body_kick<const W: usize, const F: bool>(
     BodyLoad {
         mut load,
         sin_cos: sc,
+        damping,
+        ..
     }: BodyLoad<W>,
 ) {
     let o = m.n_legs * 4 * m.n_nodes;
@@ -1147,6 +1258,17 @@ fn body_kick<const W: usize, const F: bool>(
     }
     let (mass, h) = (m.p.body_mass, m.d.h);
     let v = &mut st.v;
+    if m.coupling_law {
+        // The coupling's dampers: D_b implicit (their explicit share is in the load).
+        let zeta = [m.p.zeta, m.p.zeta, m.d.zeta_l2].map(|z| z * h);
+        let inertia = [mass, mass, m.d.inertia];
+        let force = [mass * m.p.g + load[0], load[1], load[2]];
+        for k in 0..3 {
+            v[o + k] =
+                (inertia[k] * v[o + k] + h * force[k]) / (inertia[k] + zeta[k] + h * damping[k]);
+        }
+        return;
+    }
     v[o] = (mass * v[o] + h * (mass * m.p.g + load[0])) / (mass + h * m.p.zeta);
     v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.p.zeta);
     v[o + 2] = (m.d.inertia * v[o + 2] + h * load[2]) / (m.d.inertia + h * m.d.zeta_l2);

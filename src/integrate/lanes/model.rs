@@ -279,6 +279,9 @@ pub struct BlockModel<const W: usize> {
     /// What the block's contact needs beyond the paper's flat line; lanes on flat
     /// ground hold zeros there and add exact zeros.
     pub ground: Ground<W>,
+    /// A lane's springs have a cubic term or a damper (lanes without hold zeros and add
+    /// exact zeros); without, the springs are the paper's linear ones.
+    pub coupling_law: bool,
 }
 
 /// Which parts of the general contact (docs/model.md (T1)–(T4)) a block evaluates.
@@ -360,6 +363,7 @@ impl<const W: usize> BlockModel<W> {
         BlockModel {
             couple,
             ground,
+            coupling_law: r.iter().any(|x| x.has_coupling_law()),
             n_legs,
             n_nodes,
             shared: matrices.shared(),
