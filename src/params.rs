@@ -889,7 +889,8 @@ impl Params {
                 _ if name.starts_with("terrain_") && !self.terrain.uses(name) => &terrain,
                 "axo_omega" | "axo_k" | "axo_dphi" | "filament_gap" if self.axo_f == 0.0 => &couple,
                 "v_c" if self.mu_c == 0.0 => &coulomb,
-                "psi1" | "dphi" if self.psi_init.is_some() => &phases,
+                // A jittered start's psi_init is drawn around psi1 + (i-1) dphi: they act.
+                "psi1" | "dphi" if self.psi_init.is_some() && self.phase_jitter == 0.0 => &phases,
                 "omega" if self.omega_legs.is_some() => &rates,
                 _ => continue,
             };
