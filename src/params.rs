@@ -983,7 +983,7 @@ mod tests {
     fn jittered_start_offsets_the_wave_by_at_most_sigma() {
         let mut p = Params::default();
         assert_eq!(p.jittered_start(|| 0.9), None);
-        assert!(spec(PHASE_JITTER).is_some_and(|s| s.range == Range::NonNegative));
+        assert!(spec(PHASE_JITTER).is_some_and(|s| s.range == Range::Physical(0.0, MAX_ANGLE)));
         p.phase_jitter = 0.3;
         let draws = [0.0, 0.5, 0.75, 1.0 - f64::EPSILON];
         let mut k = 0;
@@ -1002,13 +1002,33 @@ mod tests {
         assert_eq!(p.jittered_start(|| 0.9), None);
     }
 
+    /// A jittered start's psi_init is drawn around psi1 + (i−1)·dphi, so psi1 acts; an
+    /// explicit psi_init without a jitter leaves it nothing to do.
+    #[test]
+    fn a_jittered_start_keeps_psi1_acting() {
+        let mut p = Params {
+            psi1: 0.5,
+            phase_jitter: 0.2,
+            ..Params::default()
+        };
+        let mut u = 0.3;
+        p.psi_init = p.jittered_start(|| {
+            u = (u + 0.37) % 1.0;
+            u
+        });
+        assert!(p.psi_init.is_some());
+        assert!(p.inert().iter().all(|i| i.name != "psi1"));
+        p.phase_jitter = 0.0;
+        assert!(p.inert().iter().any(|i| i.name == "psi1"));
+    }
+
     #[test]
     fn every_spec_has_a_field() {
         let p = Params::default();
         for s in SCALAR_PARAMS {
             assert!(p.scalar(s.name).is_some(), "{}", s.name);
         }
-        assert_eq!(SCALAR_PARAMS.len(), 40);
+        assert_eq!(SCALAR_PARAMS.len(), 45);
         let kernel = KernelParams::of(&p);
         for (name, value) in KernelParams::<f64>::NAMES.iter().zip(kernel.values()) {
             assert_eq!(p.scalar(name), Some(value), "{name}");

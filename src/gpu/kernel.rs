@@ -954,7 +954,7 @@ pub fn entry_point(shape: KernelShape, arith: Arith) -> String {
     step_stages(&mut c, k);
     sample_metrics(&mut c, k);
     c.close();
-    dispatch_end(&mut c, lay);
+    dispatch_end(&mut c, lay, law);
     c.close();
     c.s
 }
@@ -998,7 +998,7 @@ fn dispatch_start(c: &mut Code, k: Kernel) {
         ));
     }
     state_load(c, k.lay);
-    c.s.push_str(&tally::wgsl_load(&k.lay));
+    c.s.push_str(&tally::wgsl_load(&k.lay, k.law));
     c.line("var fb = vec2<real>(0.0, 0.0);");
 }
 
@@ -1192,7 +1192,7 @@ fn sample_sums(c: &mut Code, k: Kernel) {
 }
 
 /// The state and the running sums written once, and a diverged robot's status.
-fn dispatch_end(c: &mut Code, lay: StateLayout) {
+fn dispatch_end(c: &mut Code, lay: StateLayout, law: bool) {
     c.line("// The state, written once.");
     c.open("if inside {");
     state_store(c, lay);
@@ -1201,6 +1201,6 @@ fn dispatch_end(c: &mut Code, lay: StateLayout) {
     c.line("status[ri] = diverged;");
     c.close();
     c.close();
-    c.s.push_str(&tally::wgsl_store(&lay));
+    c.s.push_str(&tally::wgsl_store(&lay, law));
     c.close();
 }

@@ -73,6 +73,9 @@ pub const LAST_WORK: RunningSum = robot("last_work");
 pub const LAST_WORK_AXO: RunningSum = robot("last_work_axo");
 pub const LAST_WORK_COUPLING: RunningSum = robot("last_work_coupling");
 
+/// The running sums only kernels with the coupling's law keep.
+const LAW_SUMS: &[RunningSum] = &[WORK_COUPLING, LAST_WORK_COUPLING];
+
 /// The running sums, in state-buffer order (after q and v).
 pub const RUNNING_SUMS: &[RunningSum] = &[
     WORK,
@@ -176,10 +179,11 @@ impl StateLayout {
     }
 }
 
-/// WGSL: declare and load every running sum of this invocation (leg `leg`, robot `ri`).
-pub fn wgsl_load(lay: &StateLayout) -> String {
+/// WGSL: declare and load the running sums this invocation keeps ([`kept`]; leg `leg`,
+/// robot `ri`).
+pub fn wgsl_load(lay: &StateLayout, law: bool) -> String {
     let mut s = String::new();
-    for r in RUNNING_SUMS {
+    for r in kept(law) {
         let at = lay.sum(*r);
         let idx = match r.per {
             Per::Leg => format!("{at}u + leg"),
@@ -193,10 +197,19 @@ pub fn wgsl_load(lay: &StateLayout) -> String {
     s
 }
 
-/// WGSL: store every running sum (per-robot ones by leg 0 only).
-pub fn wgsl_store(lay: &StateLayout) -> String {
+/// The running sums a kernel keeps: those of the coupling's law only in kernels with
+/// it (elsewhere their slots keep the zero they start with, and the kernel's private
+/// memory stays what it is without the law).
+fn kept(law: bool) -> impl Iterator<Item = &'static RunningSum> {
+    RUNNING_SUMS
+        .iter()
+        .filter(move |r| law || LAW_SUMS.iter().all(|l| l.name != r.name))
+}
+
+/// WGSL: store the running sums this invocation keeps (per-robot ones by leg 0 only).
+pub fn wgsl_store(lay: &StateLayout, law: bool) -> String {
     let mut s = String::new();
-    for r in RUNNING_SUMS {
+    for r in kept(law) {
         let at = lay.sum(*r);
         let line = match r.per {
             Per::Leg => format!("state[slot({at}u + leg, ri)] = t_{};", r.name),

@@ -235,14 +235,8 @@ pub fn run_block_from<const W: usize>(
                 (None, _) => outcomes[j] = end(Status::Ok),
             }
         }
-        for (j, job) in jobs.iter().enumerate() {
-            let at = base[j] + done;
-            let over = job.max_steps.is_some_and(|m| at as u64 >= m);
-            if outcomes[j].is_none() && (over || job.deadline.passed()) {
-                outcomes[j] = Some(budget_exceeded(at, scheds[j].h));
-                park(&mut st, j, &rest[j]);
-            }
-        }
+        let at: Vec<usize> = base.iter().map(|b| b + done).collect();
+        end_over_budget(jobs, &at, &scheds, &rest, &mut outcomes, &mut st);
     }
     outcomes
         .into_iter()
@@ -282,6 +276,25 @@ fn block_step_budget(
         })
         .min()
         .unwrap_or(usize::MAX)
+}
+
+/// End (and park) every running lane at `at[j]` steps that has used its step budget or
+/// passed its deadline.
+fn end_over_budget<const W: usize>(
+    jobs: &[LaneJob],
+    at: &[usize],
+    scheds: &[SampleSchedule],
+    rest: &[Vec<f64>],
+    outcomes: &mut [Option<LaneOutcome>],
+    st: &mut BlockState<W>,
+) {
+    for (j, job) in jobs.iter().enumerate() {
+        let over = job.max_steps.is_some_and(|m| at[j] as u64 >= m);
+        if outcomes[j].is_none() && (over || job.deadline.passed()) {
+            outcomes[j] = Some(budget_exceeded(at[j], scheds[j].h));
+            park(st, j, &rest[j]);
+        }
+    }
 }
 
 /// A lane that spent its step budget or deadline after `steps` steps of size h.
