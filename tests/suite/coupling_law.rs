@@ -85,7 +85,7 @@ fn strong_dampers_run_at_the_default_step() {
         h * sigma_over_m > 2.0,
         "h {h}: the dampers would not be stiff"
     );
-    let runs = run_batch(&[cfg.clone()], &Engine::Cpu);
+    let runs = run_batch(std::slice::from_ref(&cfg), &Engine::Cpu);
     let m = &runs[0].as_ref().unwrap().metrics;
     assert!(m.status.is_ok(), "{:?}", m.status);
     assert!(m.work_coupling > 0.0 && m.work_coupling.is_finite());
