@@ -60,7 +60,7 @@ def main() -> int:
     )
     assert "[[axes]]" in meta["metachron.sweep"], "sweep text in the file metadata"
     assert meta["metachron.backend"] == "cpu", meta["metachron.backend"]
-    assert meta["metachron.format"] == "2", meta.get("metachron.format")
+    assert meta["metachron.format"] == "3", meta.get("metachron.format")
     # The scheme that ran and its settings; the reference's tolerances are not claimed.
     assert meta["metachron.scheme"] == "dkd-dc", meta["metachron.scheme"]
     assert "max_step" in meta["metachron.fixed_step"], meta["metachron.fixed_step"]
