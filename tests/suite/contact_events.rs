@@ -140,6 +140,7 @@ fn grazing_point() -> RunConfig {
 /// crossed X_t 34 times within 0.3 s on the cpu engine); a reference without contact
 /// events stops there with `solver_failed`. About 70 s of one core.
 #[test]
+#[ignore = "long (the full suite runs it): a 10-s grazing run on the reference, ~1.5 min of one core"]
 fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
     let cfg = grazing_point();
     let r = run_point(&cfg, &Engine::Reference, false, |_| {}).unwrap();
@@ -164,6 +165,7 @@ fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
 /// few seconds); with contact events the run still stops there, and says why. About 40 s
 /// of one core.
 #[test]
+#[ignore = "long (the full suite runs it): soft legs on the reference until they stall at 4.4 s, ~50 s of one core"]
 fn soft_legs_still_fail_and_say_why() {
     let mut cfg = RunConfig::default();
     cfg.params.k_m = 5.0;
@@ -174,50 +176,55 @@ fn soft_legs_still_fail_and_say_why() {
     assert!(s.time() > 4.0 && s.time() < 4.7, "{s:?}");
 }
 
-/// Convergence through the grazing episode (5.7–6.0 s) as the tolerance (and the
-/// hysteresis band δ = 0.01·atol with it) tightens: the state at 6.5 s. The 10-s metrics
-/// of this point are no good measure of it: it is sensitive at the 1e-3 level (the cpu
-/// engine's displacement moves by ~2e-3 between steps h, h/2, h/4, h/8, without trend).
-/// A few minutes: `cargo test --release --test suite contact_events -- --ignored`.
-#[test]
-#[ignore]
-fn the_grazing_passage_converges_as_the_tolerance_tightens() {
-    let mut p = grazing_point().params;
-    p.t_final = 6.5;
-    let robot = Robot::new(&p);
-    let states: Vec<(Vec<f64>, usize)> = [1e-4, 1e-5, 1e-6]
-        .iter()
-        .map(|&rtol| {
-            let s = ReferenceSettings {
-                rtol,
-                atol: rtol * 1e-3,
-                ..ReferenceSettings::default()
-            };
-            let mut last = Vec::new();
-            let run = run_reference(
-                &robot,
-                &s,
-                &SampleTimes::new(p.t_final, p.t_final, 1),
-                Deadline::NONE,
-                |x: &Sample| last = x.q.clone(),
-                |_| {},
-            )
-            .unwrap();
-            assert!(run.status.is_ok(), "rtol {rtol}: {:?}", run.status);
-            (last, run.stats.contact_events)
-        })
-        .collect();
-    let dist = |a: &[f64], b: &[f64]| {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f64::max)
-    };
-    let coarse = dist(&states[0].0, &states[2].0);
-    let fine = dist(&states[1].0, &states[2].0);
-    eprintln!(
-        "max |Δq| at 6.5 s against rtol 1e-6: rtol 1e-4 {coarse:.3e}, rtol 1e-5 {fine:.3e}; events {:?}",
-        states.iter().map(|s| s.1).collect::<Vec<_>>()
-    );
-    assert!(fine < 0.5 * coarse, "{fine} vs {coarse}");
+/// Studies and probes: run by hand (`--ignored`), not by the suite.
+mod study {
+    use super::*;
+
+    /// Convergence through the grazing episode (5.7–6.0 s) as the tolerance (and the
+    /// hysteresis band δ = 0.01·atol with it) tightens: the state at 6.5 s. The 10-s metrics
+    /// of this point are no good measure of it: it is sensitive at the 1e-3 level (the cpu
+    /// engine's displacement moves by ~2e-3 between steps h, h/2, h/4, h/8, without trend).
+    /// A few minutes: `cargo test --release --test suite contact_events::study -- --ignored`.
+    #[test]
+    #[ignore]
+    fn the_grazing_passage_converges_as_the_tolerance_tightens() {
+        let mut p = grazing_point().params;
+        p.t_final = 6.5;
+        let robot = Robot::new(&p);
+        let states: Vec<(Vec<f64>, usize)> = [1e-4, 1e-5, 1e-6]
+            .iter()
+            .map(|&rtol| {
+                let s = ReferenceSettings {
+                    rtol,
+                    atol: rtol * 1e-3,
+                    ..ReferenceSettings::default()
+                };
+                let mut last = Vec::new();
+                let run = run_reference(
+                    &robot,
+                    &s,
+                    &SampleTimes::new(p.t_final, p.t_final, 1),
+                    Deadline::NONE,
+                    |x: &Sample| last = x.q.clone(),
+                    |_| {},
+                )
+                .unwrap();
+                assert!(run.status.is_ok(), "rtol {rtol}: {:?}", run.status);
+                (last, run.stats.contact_events)
+            })
+            .collect();
+        let dist = |a: &[f64], b: &[f64]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, f64::max)
+        };
+        let coarse = dist(&states[0].0, &states[2].0);
+        let fine = dist(&states[1].0, &states[2].0);
+        eprintln!(
+            "max |Δq| at 6.5 s against rtol 1e-6: rtol 1e-4 {coarse:.3e}, rtol 1e-5 {fine:.3e}; events {:?}",
+            states.iter().map(|s| s.1).collect::<Vec<_>>()
+        );
+        assert!(fine < 0.5 * coarse, "{fine} vs {coarse}");
+    }
 }

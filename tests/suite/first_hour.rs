@@ -254,7 +254,7 @@ fn draw_model_figure(path: &Path) {
 }
 
 /// docs/model.md's figure is drawn by this code: the committed PNG has the size the
-/// code draws now (regenerate with `cargo test --release --test suite first_hour -- --ignored`).
+/// code draws now (regenerate with `cargo test --release --test suite first_hour::study -- --ignored`).
 #[test]
 fn the_model_figure_is_drawn_by_metachron() {
     let dir = scratch("figure");
@@ -271,8 +271,13 @@ fn the_model_figure_is_drawn_by_metachron() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[test]
-#[ignore = "writes docs/robot.png"]
-fn regenerate_the_model_figure() {
-    draw_model_figure(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/robot.png"));
+/// Studies and probes: run by hand (`--ignored`), not by the suite.
+mod study {
+    use super::*;
+
+    #[test]
+    #[ignore = "writes docs/robot.png"]
+    fn regenerate_the_model_figure() {
+        draw_model_figure(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/robot.png"));
+    }
 }

@@ -144,19 +144,24 @@ fn f32_kernel_meets_the_targets_on_a_reduced_map() {
     assert!(misses.is_empty(), "{}", misses.join("\n"));
 }
 
-/// The whole 8 × 8 map (≈ 640 robot-s on the f32 kernel: minutes on lavapipe).
-/// `cargo test --release --test suite gpu_f32 -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn f32_kernel_on_the_full_map() {
-    let Some(ctx) = f32_context("f32_kernel_on_the_full_map") else {
-        return;
-    };
-    let points: Vec<_> = (0..8)
-        .flat_map(|i| (0..8).map(move |j| map_point(i, j)))
-        .collect();
-    let misses = compare(&ctx, &points);
-    assert!(misses.is_empty(), "{}", misses.join("\n"));
+/// Studies and probes: run by hand (`--ignored`), not by the suite.
+mod study {
+    use super::*;
+
+    /// The whole 8 × 8 map (≈ 640 robot-s on the f32 kernel: minutes on lavapipe).
+    /// `cargo test --release --test suite gpu_f32::study -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn f32_kernel_on_the_full_map() {
+        let Some(ctx) = f32_context("f32_kernel_on_the_full_map") else {
+            return;
+        };
+        let points: Vec<_> = (0..8)
+            .flat_map(|i| (0..8).map(move |j| map_point(i, j)))
+            .collect();
+        let misses = compare(&ctx, &points);
+        assert!(misses.is_empty(), "{}", misses.join("\n"));
+    }
 }
 
 /// Two GPU handles in one process each open the device their own options ask for (one

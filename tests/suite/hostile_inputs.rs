@@ -351,175 +351,180 @@ fn messages_name_the_file_and_the_place_once() {
     );
 }
 
-/// The hostile probe (run once, figures in docs/replay-and-report.md, "Hostile input
-/// probe"): seeded hostile `--set` values on every parameter and mutated sweep files,
-/// through the library as the command line uses it. Counts panics, accepted runs that
-/// take more than 10x their estimate, and `ok` runs above the inextensibility limit;
-/// panics and `ok` runs above the limit must be 0. `METACHRON_PROBE_CASES` sets the number of `--set` cases
-/// (default 1000; as many sweep mutations).
-///
-/// `cargo test --release --test suite hostile_probe -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn hostile_probe() {
-    use metachron::batch::{run_point, Engine};
-    use metachron::cost::{estimate, Mode, MEASURED};
-    use metachron::params::{LIST_PARAMS, SCALAR_PARAMS};
-    use metachron::sample::MAX_INEXTENSIBILITY;
-    use metachron::simulate::{Backend, RunConfig};
-    use std::panic::{catch_unwind, AssertUnwindSafe};
+/// Studies and probes: run by hand (`--ignored`), not by the suite.
+mod study {
+    /// The hostile probe (run once, figures in docs/replay-and-report.md, "Hostile input
+    /// probe"): seeded hostile `--set` values on every parameter and mutated sweep files,
+    /// through the library as the command line uses it. Counts panics, accepted runs that
+    /// take more than 10x their estimate, and `ok` runs above the inextensibility limit;
+    /// panics and `ok` runs above the limit must be 0. `METACHRON_PROBE_CASES` sets the number of `--set` cases
+    /// (default 1000; as many sweep mutations).
+    ///
+    /// `cargo test --release --test suite hostile_probe -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn hostile_probe() {
+        use metachron::batch::{run_point, Engine};
+        use metachron::cost::{estimate, Mode, MEASURED};
+        use metachron::params::{LIST_PARAMS, SCALAR_PARAMS};
+        use metachron::sample::MAX_INEXTENSIBILITY;
+        use metachron::simulate::{Backend, RunConfig};
+        use std::panic::{catch_unwind, AssertUnwindSafe};
 
-    let cases: usize = std::env::var("METACHRON_PROBE_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    const FIXED: &[&str] = &[
-        "0", "-0", "-1", "1e-320", "1e-300", "1e-12", "1e-6", "0.5", "2.5", "1e6", "1e12", "1e13",
-        "1e300", "-1e300", "1e308", "nan", "inf", "-inf", "abc", "", "90deg", "1,2", "1,2,3",
-        "true", "0x10",
-    ];
-    let value = |next: &mut dyn FnMut() -> u64| -> String {
-        if next() % 3 == 0 {
-            FIXED[(next() % FIXED.len() as u64) as usize].to_string()
-        } else {
-            let e = (next() % 31) as f64 - 15.0 + (next() % 1000) as f64 / 1000.0;
-            let sign = if next() % 4 == 0 { "-" } else { "" };
-            format!("{sign}{:e}", 10f64.powf(e))
-        }
-    };
-    let names: Vec<&str> = SCALAR_PARAMS
-        .iter()
-        .map(|s| s.name)
-        .chain(LIST_PARAMS.iter().copied())
-        .chain(["terrain"])
-        .collect();
-    let (mut refused, mut estimate_refused, mut ran, mut panics) = (0, 0, 0, 0);
-    let (mut over_10x, mut invalid_ok, mut invalid_model) = (0, 0, 0);
-    let mut worst_ratio: f64 = 0.0;
-    for case in 0..cases {
-        let k = 1 + (next() % 2) as usize;
-        let sets: Vec<String> = (0..k)
-            .map(|_| {
-                let name = names[(next() % names.len() as u64) as usize];
-                format!("{name}={}", value(&mut next))
-            })
-            .collect();
-        let backend = if case % 5 == 0 {
-            Backend::Reference
-        } else {
-            Backend::Cpu
+        let cases: usize = std::env::var("METACHRON_PROBE_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
         };
-        let outcome = catch_unwind(AssertUnwindSafe(|| {
-            let mut cfg = RunConfig::default();
-            for base in ["n_legs=3", "n_nodes=3", "t_final=0.2"] {
-                cfg.params.apply_override(base).unwrap();
+        const FIXED: &[&str] = &[
+            "0", "-0", "-1", "1e-320", "1e-300", "1e-12", "1e-6", "0.5", "2.5", "1e6", "1e12",
+            "1e13", "1e300", "-1e300", "1e308", "nan", "inf", "-inf", "abc", "", "90deg", "1,2",
+            "1,2,3", "true", "0x10",
+        ];
+        let value = |next: &mut dyn FnMut() -> u64| -> String {
+            if next() % 3 == 0 {
+                FIXED[(next() % FIXED.len() as u64) as usize].to_string()
+            } else {
+                let e = (next() % 31) as f64 - 15.0 + (next() % 1000) as f64 / 1000.0;
+                let sign = if next() % 4 == 0 { "-" } else { "" };
+                format!("{sign}{:e}", 10f64.powf(e))
             }
-            for s in &sets {
-                if cfg.params.apply_override(s).is_err() {
+        };
+        let names: Vec<&str> = SCALAR_PARAMS
+            .iter()
+            .map(|s| s.name)
+            .chain(LIST_PARAMS.iter().copied())
+            .chain(["terrain"])
+            .collect();
+        let (mut refused, mut estimate_refused, mut ran, mut panics) = (0, 0, 0, 0);
+        let (mut over_10x, mut invalid_ok, mut invalid_model) = (0, 0, 0);
+        let mut worst_ratio: f64 = 0.0;
+        for case in 0..cases {
+            let k = 1 + (next() % 2) as usize;
+            let sets: Vec<String> = (0..k)
+                .map(|_| {
+                    let name = names[(next() % names.len() as u64) as usize];
+                    format!("{name}={}", value(&mut next))
+                })
+                .collect();
+            let backend = if case % 5 == 0 {
+                Backend::Reference
+            } else {
+                Backend::Cpu
+            };
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                let mut cfg = RunConfig::default();
+                for base in ["n_legs=3", "n_nodes=3", "t_final=0.2"] {
+                    cfg.params.apply_override(base).unwrap();
+                }
+                for s in &sets {
+                    if cfg.params.apply_override(s).is_err() {
+                        return None;
+                    }
+                }
+                if cfg.params.validate().is_err() {
                     return None;
                 }
-            }
-            if cfg.params.validate().is_err() {
-                return None;
-            }
-            let est = match estimate(&cfg, backend, Mode::Solo, &MEASURED) {
-                Ok(e) if e.seconds <= 20.0 => e,
-                _ => return Some(None),
-            };
-            // A watchdog: a run past it counts as over 10x (estimates here are <= 20 s, but
-            // most are far below 2 s).
-            cfg.point_timeout = Some(20.0);
-            let engine = match backend {
-                Backend::Reference => Engine::Reference,
-                _ => Engine::Cpu,
-            };
-            let t = std::time::Instant::now();
-            let r = run_point(&cfg, &engine, false, |_| {});
-            Some(Some((est.seconds, t.elapsed().as_secs_f64(), r.ok())))
-        }));
-        match outcome {
-            Err(_) => {
-                panics += 1;
-                println!("PANIC: {sets:?} on {backend:?}");
-            }
-            Ok(None) => refused += 1,
-            Ok(Some(None)) => estimate_refused += 1,
-            Ok(Some(Some((est, wall, r)))) => {
-                ran += 1;
-                // Estimates are printed to 0.1 s at the least (a process starts in less).
-                let ratio = wall / est.max(0.1);
-                worst_ratio = worst_ratio.max(ratio);
-                if ratio > 10.0 {
-                    over_10x += 1;
-                    println!("OVER 10x: {sets:?} on {backend:?}: {wall:.2} s, estimate {est:.3} s");
+                let est = match estimate(&cfg, backend, Mode::Solo, &MEASURED) {
+                    Ok(e) if e.seconds <= 20.0 => e,
+                    _ => return Some(None),
+                };
+                // A watchdog: a run past it counts as over 10x (estimates here are <= 20 s, but
+                // most are far below 2 s).
+                cfg.point_timeout = Some(20.0);
+                let engine = match backend {
+                    Backend::Reference => Engine::Reference,
+                    _ => Engine::Cpu,
+                };
+                let t = std::time::Instant::now();
+                let r = run_point(&cfg, &engine, false, |_| {});
+                Some(Some((est.seconds, t.elapsed().as_secs_f64(), r.ok())))
+            }));
+            match outcome {
+                Err(_) => {
+                    panics += 1;
+                    println!("PANIC: {sets:?} on {backend:?}");
                 }
-                if let Some(r) = r {
-                    let m = &r.metrics;
-                    if m.status.label() == "invalid_model" {
-                        invalid_model += 1;
+                Ok(None) => refused += 1,
+                Ok(Some(None)) => estimate_refused += 1,
+                Ok(Some(Some((est, wall, r)))) => {
+                    ran += 1;
+                    // Estimates are printed to 0.1 s at the least (a process starts in less).
+                    let ratio = wall / est.max(0.1);
+                    worst_ratio = worst_ratio.max(ratio);
+                    if ratio > 10.0 {
+                        over_10x += 1;
+                        println!(
+                            "OVER 10x: {sets:?} on {backend:?}: {wall:.2} s, estimate {est:.3} s"
+                        );
                     }
-                    let above = m.max_inextensibility > MAX_INEXTENSIBILITY
-                        || m.max_inextensibility.is_nan();
-                    if m.status.is_ok() && above {
-                        invalid_ok += 1;
-                        println!("OK ABOVE THE LIMIT: {sets:?}: {}", m.max_inextensibility);
+                    if let Some(r) = r {
+                        let m = &r.metrics;
+                        if m.status.label() == "invalid_model" {
+                            invalid_model += 1;
+                        }
+                        let above = m.max_inextensibility > MAX_INEXTENSIBILITY
+                            || m.max_inextensibility.is_nan();
+                        if m.status.is_ok() && above {
+                            invalid_ok += 1;
+                            println!("OK ABOVE THE LIMIT: {sets:?}: {}", m.max_inextensibility);
+                        }
                     }
                 }
             }
         }
-    }
-    // Sweep-file mutations: a key's value replaced, a line dropped or doubled.
-    let base = "name = \"probe\"\nseed = 3\nrepeats = 2\n[base]\nn_legs = 3\nn_nodes = 3\nt_final = 0.1\n[[axes]]\nparam = \"alpha\"\nlogspace = { start = 50.0, stop = 5000.0, num = 3 }\n[[axes]]\nparam = \"beta\"\nvalues = [50.0, 200.0]\n[refine]\nmax_level = 1\n";
-    let lines: Vec<&str> = base.lines().collect();
-    let (mut sweep_refused, mut sweep_planned, mut sweep_panics) = (0, 0, 0);
-    for _ in 0..cases {
-        let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        let i = (next() % out.len() as u64) as usize;
-        match next() % 4 {
-            0 => {
-                out.remove(i);
-            }
-            1 => {
-                let l = out[i].clone();
-                out.insert(i, l);
-            }
-            _ => {
-                if let Some((key, _)) = out[i].clone().split_once(" = ") {
-                    out[i] = format!("{key} = {}", value(&mut next));
+        // Sweep-file mutations: a key's value replaced, a line dropped or doubled.
+        let base = "name = \"probe\"\nseed = 3\nrepeats = 2\n[base]\nn_legs = 3\nn_nodes = 3\nt_final = 0.1\n[[axes]]\nparam = \"alpha\"\nlogspace = { start = 50.0, stop = 5000.0, num = 3 }\n[[axes]]\nparam = \"beta\"\nvalues = [50.0, 200.0]\n[refine]\nmax_level = 1\n";
+        let lines: Vec<&str> = base.lines().collect();
+        let (mut sweep_refused, mut sweep_planned, mut sweep_panics) = (0, 0, 0);
+        for _ in 0..cases {
+            let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            let i = (next() % out.len() as u64) as usize;
+            match next() % 4 {
+                0 => {
+                    out.remove(i);
+                }
+                1 => {
+                    let l = out[i].clone();
+                    out.insert(i, l);
+                }
+                _ => {
+                    if let Some((key, _)) = out[i].clone().split_once(" = ") {
+                        out[i] = format!("{key} = {}", value(&mut next));
+                    }
                 }
             }
-        }
-        let text = out.join("\n") + "\n";
-        match catch_unwind(AssertUnwindSafe(|| {
-            metachron::sweep::SweepSpec::from_str_named(&text, "probe.toml", "probe")
-                .ok()
-                .and_then(|spec| metachron::sweep::Plan::new(&spec).ok())
-                .is_some()
-        })) {
-            Err(_) => {
-                sweep_panics += 1;
-                println!("PANIC on the sweep file:\n{text}");
+            let text = out.join("\n") + "\n";
+            match catch_unwind(AssertUnwindSafe(|| {
+                metachron::sweep::SweepSpec::from_str_named(&text, "probe.toml", "probe")
+                    .ok()
+                    .and_then(|spec| metachron::sweep::Plan::new(&spec).ok())
+                    .is_some()
+            })) {
+                Err(_) => {
+                    sweep_panics += 1;
+                    println!("PANIC on the sweep file:\n{text}");
+                }
+                Ok(true) => sweep_planned += 1,
+                Ok(false) => sweep_refused += 1,
             }
-            Ok(true) => sweep_planned += 1,
-            Ok(false) => sweep_refused += 1,
         }
+        println!(
+            "--set cases {cases}: refused {refused}, refused by the estimate {estimate_refused}, \
+             ran {ran} (invalid_model {invalid_model}); panics {panics}, over 10x the estimate \
+             {over_10x} (worst {worst_ratio:.1}x), ok above |V|/l {MAX_INEXTENSIBILITY:e}: {invalid_ok}"
+        );
+        println!(
+            "sweep mutations {cases}: refused {sweep_refused}, planned {sweep_planned}, panics {sweep_panics}"
+        );
+        // Runs over 10x their estimate are reported, not asserted: the reference's estimate
+        // does not yet follow the friction and penalty stiffness (docs/replay-and-report.md).
+        assert_eq!((panics, sweep_panics, invalid_ok), (0, 0, 0));
     }
-    println!(
-        "--set cases {cases}: refused {refused}, refused by the estimate {estimate_refused}, \
-         ran {ran} (invalid_model {invalid_model}); panics {panics}, over 10x the estimate \
-         {over_10x} (worst {worst_ratio:.1}x), ok above |V|/l {MAX_INEXTENSIBILITY:e}: {invalid_ok}"
-    );
-    println!(
-        "sweep mutations {cases}: refused {sweep_refused}, planned {sweep_planned}, panics {sweep_panics}"
-    );
-    // Runs over 10x their estimate are reported, not asserted: the reference's estimate
-    // does not yet follow the friction and penalty stiffness (docs/replay-and-report.md).
-    assert_eq!((panics, sweep_panics, invalid_ok), (0, 0, 0));
 }

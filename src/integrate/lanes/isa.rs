@@ -87,10 +87,14 @@ impl Isa {
         }
     }
 
-    /// Advance every lane of a block by `steps` steps. The AVX-512 build serves the
-    /// block width a batch picks it for (8 lanes) and is compiled for that width only;
-    /// a narrower block on an AVX-512 machine runs the AVX2 build, with the same bits
-    /// (both use FMA, and every operation is lane by lane).
+    /// Advance every lane of a block by `steps` steps. Each instruction set's build is
+    /// compiled only for the widths a batch runs it at (the kernel is large: every
+    /// build is a whole step loop, and the builds are most of the crate's compile
+    /// time): AVX-512 for 8 lanes, AVX2 for 4 and for one (the solo path), the
+    /// portable build for 2 and for one. A narrower block on an AVX-512 machine runs
+    /// the AVX2 build, with the same bits (both use FMA, and every operation is lane by
+    /// lane). Any other width on `self` is a caller's error ([`Isa::lanes`] and
+    /// [`Isa::one_lane`] give the widths there are) and panics.
     pub fn advance<const W: usize>(
         self,
         m: &BlockModel<W>,
@@ -98,16 +102,51 @@ impl Isa {
         s: &mut Scratch<W>,
         steps: usize,
     ) {
-        match self.0 {
+        // `as_width` is the identity where the widths are equal (a type test the
+        // compiler folds): the builds below are instantiated only at their widths.
+        match (self.0, W) {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: an Isa of this kind is only built where `supported` saw the features.
-            Kind::Avx512 if W == 8 => unsafe { advance_avx512(m, st, s, steps) },
+            (Kind::Avx512, 8) => {
+                let (m, st, s) = as_width::<W, 8>(m, st, s);
+                // SAFETY: an Isa of this kind is only built where `supported` saw the features.
+                unsafe { advance_avx512(m, st, s, steps) }
+            }
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above (AVX-512 implies AVX2 and FMA: `supported`).
-            Kind::Avx512 | Kind::Avx2 => unsafe { advance_avx2(m, st, s, steps) },
-            _ => advance_portable(m, st, s, steps),
+            (Kind::Avx512 | Kind::Avx2, 4) => {
+                let (m, st, s) = as_width::<W, 4>(m, st, s);
+                // SAFETY: as above (AVX-512 implies AVX2 and FMA: `supported`).
+                unsafe { advance_avx2(m, st, s, steps) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Kind::Avx512 | Kind::Avx2, 1) => {
+                let (m, st, s) = as_width::<W, 1>(m, st, s);
+                // SAFETY: as above.
+                unsafe { advance_avx2(m, st, s, steps) }
+            }
+            (Kind::Portable, 2) => advance_portable(as_width::<W, 2>(m, st, s), steps),
+            (Kind::Portable, 1) => advance_portable(as_width::<W, 1>(m, st, s), steps),
+            _ => panic!(
+                "the lane kernel has no {} build for {W} lanes",
+                self.label()
+            ),
         }
     }
+}
+
+/// A block of width `W` seen as width `V`: the same types when `W == V` (the caller's
+/// match has checked it).
+fn as_width<'a, const W: usize, const V: usize>(
+    m: &'a BlockModel<W>,
+    st: &'a mut BlockState<W>,
+    s: &'a mut Scratch<W>,
+) -> (&'a BlockModel<V>, &'a mut BlockState<V>, &'a mut Scratch<V>) {
+    use std::any::Any;
+    let same = "a width the match checked";
+    (
+        (m as &dyn Any).downcast_ref().expect(same),
+        (st as &mut dyn Any).downcast_mut().expect(same),
+        (s as &mut dyn Any).downcast_mut().expect(same),
+    )
 }
 
 fn supported(kind: Kind) -> bool {
@@ -149,9 +188,7 @@ fn advance_avx2<const W: usize>(
 }
 
 fn advance_portable<const W: usize>(
-    m: &BlockModel<W>,
-    st: &mut BlockState<W>,
-    s: &mut Scratch<W>,
+    (m, st, s): (&BlockModel<W>, &mut BlockState<W>, &mut Scratch<W>),
     steps: usize,
 ) {
     specialised::<W, PORTABLE_FMA, 0>(m, st, s, steps)
