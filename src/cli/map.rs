@@ -11,6 +11,7 @@ use metachron::dataset::schema::META_SWEEP_NAME;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest, MAX_BINS};
 use metachron::sweep::audit::recorded_sweep;
+use metachron::sweep::spec::SweepSpec;
 
 #[derive(Args, Debug)]
 pub struct MapArgs {
@@ -46,6 +47,11 @@ pub struct MapArgs {
     /// sweep with more than two axes. The title names the conditions.
     #[arg(long = "where", value_name = "COLUMN=VALUE")]
     conditions: Vec<String>,
+    /// Average over this swept parameter on purpose (repeatable): its values share a
+    /// cell, and the title says so. A swept parameter that varies in the drawn rows and
+    /// is neither on an axis, fixed by `--where` nor averaged is refused by name.
+    #[arg(long = "average", value_name = "PARAM")]
+    averaged: Vec<String>,
     /// Output file: `.png` or `.svg` (other names are refused).
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
@@ -105,6 +111,63 @@ fn facet(ds: Rows, conditions: &[String]) -> Result<Rows> {
     Ok(out)
 }
 
+/// Refuse to mix values of a swept parameter in one cell unless asked: every axis of
+/// the sweep that varies in `ds` is drawn (`shown`) or in `averaged` (then named in the
+/// title). An `averaged` name that is no axis of the sweep is refused too.
+fn averaged_on_purpose(
+    mut ds: Rows,
+    sweep: &SweepSpec,
+    shown: [&str; 2],
+    averaged: &[String],
+) -> Result<Rows> {
+    let axes: Vec<String> = sweep.axes.iter().map(|ax| ax.param.clone()).collect();
+    for name in averaged {
+        if !axes.contains(name) {
+            bail!(
+                "--average {name}: not an axis of this sweep (its axes: {})",
+                axes.join(", ")
+            );
+        }
+    }
+    let mut named: Vec<&str> = shown.to_vec();
+    named.extend(averaged.iter().map(String::as_str));
+    let visible = sweep.with_group_mates(&named);
+    let visible: Vec<&str> = visible.iter().map(String::as_str).collect();
+    if let Some((name, values)) = ds.hidden_axes(&axes, &visible).into_iter().next() {
+        let listed = match values.len() {
+            0..=6 => values.join(", "),
+            n => format!("{}, … ({n} values)", values[..5].join(", ")),
+        };
+        bail!(
+            "the sweep's axis `{name}` takes {} values in the drawn rows ({listed}), which \
+             would share each cell of the {} x {} map: add `--where {name}={}` to draw one \
+             of them, or `--average {name}` to average over it on purpose",
+            values.len(),
+            shown[0],
+            shown[1],
+            values[0]
+        );
+    }
+    if !averaged.is_empty() {
+        let note: Vec<String> = averaged
+            .iter()
+            .map(|name| format!("{} values of {name}", ds.distinct(name).len()))
+            .collect();
+        let name = ds
+            .metadata
+            .get(META_SWEEP_NAME)
+            .cloned()
+            .unwrap_or_default();
+        ds.metadata.insert(
+            META_SWEEP_NAME.to_string(),
+            format!("{name} (averaged over {})", note.join(" and "))
+                .trim()
+                .to_string(),
+        );
+    }
+    Ok(ds)
+}
+
 /// `LO:HI` with LO < HI, both finite.
 fn parse_range(text: &str) -> Result<(f64, f64)> {
     let bad = || anyhow::anyhow!("--range `{text}`: expected LO:HI with finite LO < HI, e.g. 0:1");
@@ -141,6 +204,7 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }
     let ds = facet(ds, &a.conditions)?;
+    let ds = averaged_on_purpose(ds, &sweep, [a.x.as_str(), a.y.as_str()], &a.averaged)?;
     let req = MapRequest {
         x: a.x,
         y: a.y,

@@ -521,7 +521,10 @@ fn print_summary(plan: &Plan, r: &PointResult) {
     if plan.cfg.params.has_coupling_dampers() {
         println!("  coupling dissipation {:.6} J", m.work_coupling);
     }
-    println!("  cost of transport    {:.6}", m.cost_of_transport);
+    println!(
+        "  cost of transport    {:.6} (dimensionless: work / (weight · distance))",
+        m.cost_of_transport
+    );
     println!("  duty factor          {:.6}", m.duty_factor);
     println!("  max inextensibility  {:.3e}", m.max_inextensibility);
     // Simulated time actually covered (a run that stopped early did not reach t_final).

@@ -8,6 +8,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use metachron::dataset::{Dataset, VerifyOptions};
+use metachron::output::compose::summary_table;
 use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::summary::write_summary;
 
@@ -15,9 +16,13 @@ use metachron::sweep::summary::write_summary;
 pub struct SummarizeArgs {
     /// Dataset directory written by `metachron sweep --out DIR`.
     dir: PathBuf,
-    /// Output Parquet file.
+    /// Also write the summary to this Parquet file (every combination, every column:
+    /// fractions with their intervals, per-class means).
     #[arg(long, value_name = "FILE")]
-    out: PathBuf,
+    out: Option<PathBuf>,
+    /// Rows of the printed table (the file, when asked for, has them all).
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    limit: usize,
     /// Summarise an incomplete, unfinished or unclean dataset's good parts (the
     /// summary's metadata says so) instead of refusing it.
     #[arg(long)]
@@ -41,16 +46,18 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
     if let Some(why) = &v.incomplete {
         eprintln!("warning: summarising an incomplete dataset (--allow-incomplete): {why}");
     }
-    let combos = write_summary(ds, &a.dir, &a.out, v.incomplete.as_deref())?;
-    println!(
-        "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %){}",
-        ds.len(),
-        a.out.display(),
-        if v.incomplete.is_some() {
-            "; INCOMPLETE dataset"
-        } else {
-            ""
-        }
-    );
+    let table = summary_table(&sweep, ds, &a.dir)?;
+    print!("{}", table.text(a.limit));
+    if let Some(out) = &a.out {
+        let combos = write_summary(ds, &a.dir, out, v.incomplete.as_deref())?;
+        println!(
+            "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %)",
+            ds.len(),
+            out.display(),
+        );
+    }
+    if v.incomplete.is_some() {
+        println!("INCOMPLETE dataset: the table covers its good parts only");
+    }
     Ok(ExitCode::SUCCESS)
 }

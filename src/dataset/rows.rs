@@ -84,6 +84,43 @@ impl Rows {
         self.len() == 0
     }
 
+    /// The distinct values of column `name`, sorted (numbers by value, as `{}` prints
+    /// them); empty when there is no such column.
+    pub fn distinct(&self, name: &str) -> Vec<String> {
+        match self.column(name) {
+            Some(Column::Num(v)) => {
+                let mut x: Vec<f64> = v.clone();
+                x.sort_by(f64::total_cmp);
+                x.dedup_by(|a, b| a.total_cmp(b).is_eq());
+                x.iter().map(|v| v.to_string()).collect()
+            }
+            Some(Column::Text(v)) => {
+                let mut x = v.clone();
+                x.sort();
+                x.dedup();
+                x
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// The parameters of `axes` (a sweep's axes) that take more than one value among
+    /// these rows and are not in `shown` (drawn on an axis, a facet, or averaged on
+    /// purpose), with their values: what a picture over `shown` would mix in one cell.
+    pub fn hidden_axes(&self, axes: &[String], shown: &[&str]) -> Vec<(String, Vec<String>)> {
+        let mut seen: Vec<&str> = Vec::new();
+        axes.iter()
+            .filter(|a| !shown.contains(&a.as_str()))
+            .filter(|a| {
+                let fresh = !seen.contains(&a.as_str());
+                seen.push(a);
+                fresh
+            })
+            .map(|a| (a.clone(), self.distinct(a)))
+            .filter(|(_, values)| values.len() > 1)
+            .collect()
+    }
+
     /// The `point_id` column as integers.
     pub fn point_ids(&self) -> Vec<u64> {
         match self.column(COL_POINT_ID) {

@@ -10,7 +10,7 @@ use crate::dataset::schema::{META_ADAPTER, META_BACKEND, META_VERSION};
 use crate::dataset::{Column, Health, Rows};
 use crate::error::OutputError;
 use crate::metrics::{Class, Metrics};
-use crate::output::map::{draw_map_with, MapOptions, MapRequest};
+use crate::output::map::{draw_map_with, MapOptions, MapRequest, DEFAULT_CI_WIDTH};
 use crate::output::report::{write_page, Exemplar, Figure, Report, Table};
 use crate::sweep::replay::{Difference, Replay};
 use crate::sweep::summary::summarize;
@@ -142,7 +142,12 @@ pub fn compose(
     let x = req.x.clone().or_else(|| axis_names.first().cloned());
     let y = req.y.clone().or_else(|| axis_names.get(1).cloned());
     let (maps, maps_note) = match (x, y) {
-        (Some(x), Some(y)) => (maps(rows, &x, &y, &classes, scratch)?, None),
+        (Some(x), Some(y)) => {
+            let shown = spec.with_group_mates(&[x.as_str(), y.as_str()]);
+            let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
+            let hidden = rows.hidden_axes(&axis_names, &shown);
+            (maps(rows, (&x, &y), &hidden, &classes, scratch)?, None)
+        }
         _ => (
             Vec::new(),
             Some(
@@ -181,6 +186,19 @@ pub fn compose(
         summary,
         exemplars,
     })
+}
+
+/// `metachron summarize`'s table as the report shows it: one row per combination of
+/// the swept parameters of `spec` in `rows` (read from `dir`), the run count, and per
+/// class present its fraction with the Wilson 95 % interval.
+pub fn summary_table(spec: &SweepSpec, rows: &Rows, dir: &Path) -> Result<Table, OutputError> {
+    let axis_names: Vec<String> = spec.axes.iter().map(|ax| ax.param.clone()).collect();
+    let (batch, _) = summarize(rows, dir)?;
+    Ok(Table::from_summary(
+        &batch,
+        &axis_names,
+        &classes_present(rows),
+    ))
 }
 
 /// The health, as `metachron check` reports it, in a few lines.
@@ -232,13 +250,29 @@ fn facts(dir: &Path, spec: &SweepSpec, rows: &Rows) -> Vec<(String, String)> {
 }
 
 /// The class map, then the fraction of runs in each class present, over `x` and `y`.
+/// The maps over `x` × `y`; `hidden`, the swept parameters that vary besides them, are
+/// averaged into each cell and named in every caption.
 fn maps(
     rows: &Rows,
-    x: &str,
-    y: &str,
+    (x, y): (&str, &str),
+    hidden: &[(String, Vec<String>)],
     classes: &[String],
     scratch: &Path,
 ) -> Result<Vec<Figure>, ComposeError> {
+    let averaged = match hidden {
+        [] => String::new(),
+        _ => {
+            let named: Vec<String> = hidden
+                .iter()
+                .map(|(p, v)| format!("{p} ({})", v.join(", ")))
+                .collect();
+            format!(
+                " Each cell averages over the sweep's other axes: {} (`metachron map \
+                 --where` draws one value).",
+                named.join("; ")
+            )
+        }
+    };
     let metrics = std::iter::once(voc::CLASS.to_string())
         .chain(classes.iter().map(|c| format!("fraction:{c}")));
     let mut maps = Vec::new();
@@ -257,13 +291,12 @@ fn maps(
                 format!("fraction {c}"),
                 format!(
                     "Fraction of each combination's runs in class {c}; struck-through \
-                     cells have a Wilson 95 % interval wider than the sweep's ci_width \
-                     (0.2 unless set)."
+                     cells have a Wilson 95 % interval wider than {DEFAULT_CI_WIDTH}.{averaged}"
                 ),
             ),
             None => (
                 voc::CLASS.to_string(),
-                "The most frequent class of each combination.".to_string(),
+                format!("The most frequent class of each combination.{averaged}"),
             ),
         };
         maps.push(Figure {

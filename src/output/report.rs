@@ -224,6 +224,40 @@ impl Table {
     }
 }
 
+impl Table {
+    /// The table as aligned text for a terminal: its first `limit` rows, each column as
+    /// wide as its widest cell, and a last line saying how many rows were left out.
+    pub fn text(&self, limit: usize) -> String {
+        let shown = &self.rows[..self.rows.len().min(limit)];
+        let width = |k: usize| {
+            shown
+                .iter()
+                .map(|r| r.get(k).map_or(0, |c| c.chars().count()))
+                .chain(std::iter::once(self.header[k].chars().count()))
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..self.header.len()).map(width).collect();
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, &w)| format!("{c:<w$}"))
+                .collect();
+            padded.join("  ").trim_end().to_string() + "\n"
+        };
+        let mut out = line(&self.header);
+        for row in shown {
+            out += &line(row);
+        }
+        let left = self.rows.len() - shown.len() + self.omitted;
+        if left > 0 {
+            out += &format!("… {left} more rows (--limit, or the --out Parquet file)\n");
+        }
+        out
+    }
+}
+
 const STYLE: &str = "
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #1a1a1a; }
 h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }

@@ -304,6 +304,19 @@ impl SweepSpec {
     }
 
     /// The axis sweeping `param`, if any.
+    /// `names` and every axis zipped with one of them: a zipped axis follows its group's
+    /// index, so it takes one value wherever the named one does.
+    pub fn with_group_mates(&self, names: &[&str]) -> Vec<String> {
+        let mut out: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        for group in &self.groups {
+            let params = || group.iter().map(|&i| self.axes[i].param.as_str());
+            if params().any(|p| names.contains(&p)) {
+                out.extend(params().filter(|p| !names.contains(p)).map(String::from));
+            }
+        }
+        out
+    }
+
     pub fn axis(&self, param: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.param == param)
     }

@@ -732,3 +732,138 @@ fn format_2_rows_hold_list_columns_and_the_summary_keeps_their_types() {
         assert_eq!(got, want, "{mask}");
     }
 }
+
+/// Three swept parameters, a map over two: the third is refused by name with its
+/// values, `--where` draws the rows of one value, `--average` all of them (the printed
+/// summary counts the rows and each cell's runs); a parameter zipped with an axis
+/// (here β with α) follows it and is no third parameter.
+#[test]
+fn a_map_over_two_of_three_axes_names_the_third() {
+    let dir = scratch("map-hidden-axis");
+    let file = dir.join("three.toml");
+    std::fs::write(
+        &file,
+        r#"name = "three-axes"
+seed = 3
+repeats = 2
+random_phases = true
+[base]
+n_legs = 3
+n_nodes = 3
+t_final = 0.2
+[[axes]]
+param = "alpha"
+values = [100.0, 300.0]
+group = "coupling"
+[[axes]]
+param = "beta"
+values = [100.0, 300.0]
+group = "coupling"
+[[axes]]
+param = "k_p"
+values = [5.0, 20.0]
+[[axes]]
+param = "omega"
+values = [1.0, 2.0, 3.0]
+"#,
+    )
+    .unwrap();
+    let out = dir.join("ds");
+    let (code, _, err) = common::bin::run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let map = |extra: &[&str]| {
+        let png = dir.join("m.png");
+        let mut args = vec![
+            "map",
+            out.to_str().unwrap(),
+            "--x",
+            "alpha",
+            "--y",
+            "k_p",
+            "--metric",
+            "displacement",
+            "--out",
+            png.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        common::bin::run(&args)
+    };
+    let (code, _, err) = map(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("axis `omega` takes 3 values in the drawn rows (1, 2, 3)")
+            && err.contains("--where omega=1")
+            && err.contains("--average omega"),
+        "{err}"
+    );
+    let (code, said, err) = map(&["--where", "omega=2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        said.contains(": 8 rows from") && said.contains("2 runs per cell"),
+        "{said}"
+    );
+    let (code, said, err) = map(&["--average", "omega"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        said.contains(": 24 rows from") && said.contains("6 runs per cell"),
+        "{said}"
+    );
+    let (code, _, err) = map(&["--average", "omgea"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--average omgea: not an axis of this sweep"),
+        "{err}"
+    );
+
+    // summarize prints the table whose numbers its Parquet file holds: per combination
+    // (here 12) the runs and each class's fraction with its interval.
+    let file = dir.join("summary.parquet");
+    let (code, said, err) = common::bin::run(&[
+        "summarize",
+        out.to_str().unwrap(),
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (batches, _) = metachron::parquet::read_parquet(&file).unwrap();
+    let b = &batches[0];
+    assert_eq!(b.num_rows(), 12);
+    let lines: Vec<&str> = said.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        &header[..6],
+        ["combo", "alpha", "beta", "k_p", "omega", "runs"]
+    );
+    let float = |name: &str, r: usize| {
+        let a = b.column_by_name(name).unwrap();
+        let a = a
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap();
+        a.value(r)
+    };
+    // The first class column: "<class> [95 % interval]".
+    assert_eq!(header[7], "[95", "{}", lines[0]);
+    let class = header[6];
+    for r in 0..12 {
+        let row: Vec<&str> = lines[1 + r].split_whitespace().collect();
+        let shown = format!("{} {} {}", row[6], row[7], row[8]);
+        let want = format!(
+            "{:.2} [{:.2}, {:.2}]",
+            float(&format!("fraction_{class}"), r),
+            float(&format!("fraction_{class}_lo"), r),
+            float(&format!("fraction_{class}_hi"), r)
+        );
+        assert_eq!(shown, want, "row {r}: {}", lines[1 + r]);
+        assert_eq!(row[5], "2", "runs of row {r}");
+    }
+    let (code, said, _) = common::bin::run(&["summarize", out.to_str().unwrap(), "--limit", "3"]);
+    assert_eq!(code, 0);
+    assert!(said.contains("… 9 more rows"), "{said}");
+}
