@@ -109,26 +109,29 @@ impl Isa {
             (Kind::Avx512, 8) => {
                 let (m, st, s) = as_width::<W, 8>(m, st, s);
                 // SAFETY: an Isa of this kind is only built where `supported` saw the features.
-                unsafe { advance_avx512(m, st, s, steps) }
+                unsafe { avx512_8::advance(m, st, s, steps) }
             }
             #[cfg(target_arch = "x86_64")]
             (Kind::Avx512 | Kind::Avx2, 4) => {
                 let (m, st, s) = as_width::<W, 4>(m, st, s);
                 // SAFETY: as above (AVX-512 implies AVX2 and FMA: `supported`).
-                unsafe { advance_avx2(m, st, s, steps) }
+                unsafe { avx2_4::advance(m, st, s, steps) }
             }
             #[cfg(target_arch = "x86_64")]
             (Kind::Avx512 | Kind::Avx2, 1) => {
                 let (m, st, s) = as_width::<W, 1>(m, st, s);
                 // SAFETY: as above.
-                unsafe { advance_avx2(m, st, s, steps) }
+                unsafe { avx2_1::advance(m, st, s, steps) }
             }
-            (Kind::Portable, 2) => advance_portable(as_width::<W, 2>(m, st, s), steps),
-            (Kind::Portable, 1) => advance_portable(as_width::<W, 1>(m, st, s), steps),
-            _ => panic!(
-                "the lane kernel has no {} build for {W} lanes",
-                self.label()
-            ),
+            (Kind::Portable, 2) => {
+                let (m, st, s) = as_width::<W, 2>(m, st, s);
+                portable_2::advance(m, st, s, steps)
+            }
+            (Kind::Portable, 1) => {
+                let (m, st, s) = as_width::<W, 1>(m, st, s);
+                portable_1::advance(m, st, s, steps)
+            }
+            _ => panic!("the lane kernel has no {} build for {W} lanes", self.label()),
         }
     }
 }
@@ -165,34 +168,37 @@ fn supported(kind: Kind) -> bool {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx2,fma")]
-fn advance_avx512<const W: usize>(
-    m: &BlockModel<W>,
-    st: &mut BlockState<W>,
-    s: &mut Scratch<W>,
-    steps: usize,
-) {
-    specialised::<W, true, 8>(m, st, s, steps)
+/// The builds, one per instruction set and width, each a plain (non-generic) function in
+/// a module of its own: compiled once, in this crate (a generic one would be compiled
+/// again in every crate that calls it, the test suite included), and the modules are
+/// separate codegen units, compiled in parallel.
+macro_rules! build {
+    ($module:ident, $w:literal, $fma:expr, $batch:literal $(, $features:literal)?) => {
+        mod $module {
+            use super::super::kernel::{BlockState, Scratch};
+            use super::super::model::BlockModel;
+
+            $(#[target_feature(enable = $features)])?
+            pub(super) fn advance(
+                m: &BlockModel<$w>,
+                st: &mut BlockState<$w>,
+                s: &mut Scratch<$w>,
+                steps: usize,
+            ) {
+                super::specialised::<$w, { $fma }, $batch>(m, st, s, steps)
+            }
+        }
+    };
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn advance_avx2<const W: usize>(
-    m: &BlockModel<W>,
-    st: &mut BlockState<W>,
-    s: &mut Scratch<W>,
-    steps: usize,
-) {
-    specialised::<W, true, 4>(m, st, s, steps)
-}
-
-fn advance_portable<const W: usize>(
-    (m, st, s): (&BlockModel<W>, &mut BlockState<W>, &mut Scratch<W>),
-    steps: usize,
-) {
-    specialised::<W, PORTABLE_FMA, 0>(m, st, s, steps)
-}
+build!(avx512_8, 8, true, 8, "avx512f,avx2,fma");
+#[cfg(target_arch = "x86_64")]
+build!(avx2_4, 4, true, 4, "avx2,fma");
+#[cfg(target_arch = "x86_64")]
+build!(avx2_1, 1, true, 4, "avx2,fma");
+build!(portable_2, 2, super::PORTABLE_FMA, 0);
+build!(portable_1, 1, super::PORTABLE_FMA, 0);
 
 /// Consecutive steps of one `advance` run drift to the next midpoint in one go; the
 /// last ends at its step's end, where the driver reads the state.
@@ -210,8 +216,7 @@ fn step_end(k: usize, steps: usize) -> kernel::StepEnd {
 /// this instruction set at (`BATCH`, 0 for none), a block whose lanes share the leg
 /// matrices (`BlockModel::shared`) reads them once for every lane. Other widths keep
 /// two builds (the condition is a constant: the third is not compiled for them).
-/// Inlined into each `#[target_feature]` function above, so it is compiled for that
-/// instruction set.
+/// Inlined into each build above, so it is compiled for that build's instruction set.
 #[inline(always)]
 fn specialised<const W: usize, const F: bool, const BATCH: usize>(
     m: &BlockModel<W>,
