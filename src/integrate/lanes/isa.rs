@@ -131,7 +131,10 @@ impl Isa {
                 let (m, st, s) = as_width::<W, 1>(m, st, s);
                 portable_1::advance(m, st, s, steps)
             }
-            _ => panic!("the lane kernel has no {} build for {W} lanes", self.label()),
+            _ => panic!(
+                "the lane kernel has no {} build for {W} lanes",
+                self.label()
+            ),
         }
     }
 }
