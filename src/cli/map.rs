@@ -97,18 +97,21 @@ fn facet(ds: Rows, conditions: &[String]) -> Result<Rows> {
         );
     }
     let mut out = ds.select(&keep);
-    let name = out
+    in_title(&mut out, &conditions.join(", "));
+    Ok(out)
+}
+
+/// Append `(note)` to the sweep's name, which heads the picture's title.
+fn in_title(ds: &mut Rows, note: &str) {
+    let name = ds
         .metadata
         .get(META_SWEEP_NAME)
         .cloned()
         .unwrap_or_default();
-    out.metadata.insert(
+    ds.metadata.insert(
         META_SWEEP_NAME.to_string(),
-        format!("{name} ({})", conditions.join(", "))
-            .trim()
-            .to_string(),
+        format!("{name} ({note})").trim().to_string(),
     );
-    Ok(out)
 }
 
 /// Refuse to mix values of a swept parameter in one cell unless asked: every axis of
@@ -131,9 +134,7 @@ fn averaged_on_purpose(
     }
     let mut named: Vec<&str> = shown.to_vec();
     named.extend(averaged.iter().map(String::as_str));
-    let visible = sweep.with_group_mates(&named);
-    let visible: Vec<&str> = visible.iter().map(String::as_str).collect();
-    if let Some((name, values)) = ds.hidden_axes(&axes, &visible).into_iter().next() {
+    if let Some((name, values)) = sweep.hidden_axes(&ds, &named).into_iter().next() {
         let listed = match values.len() {
             0..=6 => values.join(", "),
             n => format!("{}, … ({n} values)", values[..5].join(", ")),
@@ -153,17 +154,7 @@ fn averaged_on_purpose(
             .iter()
             .map(|name| format!("{} values of {name}", ds.distinct(name).len()))
             .collect();
-        let name = ds
-            .metadata
-            .get(META_SWEEP_NAME)
-            .cloned()
-            .unwrap_or_default();
-        ds.metadata.insert(
-            META_SWEEP_NAME.to_string(),
-            format!("{name} (averaged over {})", note.join(" and "))
-                .trim()
-                .to_string(),
-        );
+        in_title(&mut ds, &format!("averaged over {}", note.join(" and ")));
     }
     Ok(ds)
 }

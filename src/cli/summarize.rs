@@ -10,7 +10,7 @@ use clap::Args;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::compose::summary_table;
 use metachron::sweep::audit::recorded_sweep;
-use metachron::sweep::summary::write_summary;
+use metachron::sweep::summary::{summarize, write_summary};
 
 #[derive(Args, Debug)]
 pub struct SummarizeArgs {
@@ -46,10 +46,10 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
     if let Some(why) = &v.incomplete {
         eprintln!("warning: summarising an incomplete dataset (--allow-incomplete): {why}");
     }
-    let table = summary_table(&sweep, ds, &a.dir)?;
-    print!("{}", table.text(a.limit));
+    let (batch, combos) = summarize(ds, &a.dir)?;
+    print!("{}", summary_table(&sweep, ds, &batch).text(a.limit));
     if let Some(out) = &a.out {
-        let combos = write_summary(ds, &a.dir, out, v.incomplete.as_deref())?;
+        write_summary(&batch, ds, &a.dir, out, v.incomplete.as_deref())?;
         println!(
             "{} runs in {combos} parameter combinations -> {} (fraction_<class>, _lo, _hi: Wilson 95 %)",
             ds.len(),

@@ -104,23 +104,6 @@ impl Rows {
         }
     }
 
-    /// The parameters of `axes` (a sweep's axes) that take more than one value among
-    /// these rows and are not in `shown` (drawn on an axis, a facet, or averaged on
-    /// purpose), with their values: what a picture over `shown` would mix in one cell.
-    pub fn hidden_axes(&self, axes: &[String], shown: &[&str]) -> Vec<(String, Vec<String>)> {
-        let mut seen: Vec<&str> = Vec::new();
-        axes.iter()
-            .filter(|a| !shown.contains(&a.as_str()))
-            .filter(|a| {
-                let fresh = !seen.contains(&a.as_str());
-                seen.push(a);
-                fresh
-            })
-            .map(|a| (a.clone(), self.distinct(a)))
-            .filter(|(_, values)| values.len() > 1)
-            .collect()
-    }
-
     /// The `point_id` column as integers.
     pub fn point_ids(&self) -> Vec<u64> {
         match self.column(COL_POINT_ID) {

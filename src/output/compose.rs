@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use arrow_array::RecordBatch;
+
 use crate::dataset::schema::{META_ADAPTER, META_BACKEND, META_VERSION};
 use crate::dataset::{Column, Health, Rows};
 use crate::error::OutputError;
@@ -143,9 +145,7 @@ pub fn compose(
     let y = req.y.clone().or_else(|| axis_names.get(1).cloned());
     let (maps, maps_note) = match (x, y) {
         (Some(x), Some(y)) => {
-            let shown = spec.with_group_mates(&[x.as_str(), y.as_str()]);
-            let shown: Vec<&str> = shown.iter().map(String::as_str).collect();
-            let hidden = rows.hidden_axes(&axis_names, &shown);
+            let hidden = spec.hidden_axes(rows, &[x.as_str(), y.as_str()]);
             (maps(rows, (&x, &y), &hidden, &classes, scratch)?, None)
         }
         _ => (
@@ -188,17 +188,12 @@ pub fn compose(
     })
 }
 
-/// `metachron summarize`'s table as the report shows it: one row per combination of
-/// the swept parameters of `spec` in `rows` (read from `dir`), the run count, and per
-/// class present its fraction with the Wilson 95 % interval.
-pub fn summary_table(spec: &SweepSpec, rows: &Rows, dir: &Path) -> Result<Table, OutputError> {
+/// `metachron summarize`'s table as the report shows it: from `batch`, the summary of
+/// `rows`, one row per combination of the swept parameters of `spec`, the run count,
+/// and per class present its fraction with the Wilson 95 % interval.
+pub fn summary_table(spec: &SweepSpec, rows: &Rows, batch: &RecordBatch) -> Table {
     let axis_names: Vec<String> = spec.axes.iter().map(|ax| ax.param.clone()).collect();
-    let (batch, _) = summarize(rows, dir)?;
-    Ok(Table::from_summary(
-        &batch,
-        &axis_names,
-        &classes_present(rows),
-    ))
+    Table::from_summary(batch, &axis_names, &classes_present(rows))
 }
 
 /// The health, as `metachron check` reports it, in a few lines.

@@ -31,6 +31,7 @@
 
 use std::path::Path;
 
+use crate::dataset::rows::Rows;
 use crate::error::ParamError;
 use crate::params::{
     is_param, is_text_param, parse_number, spec, unknown_param, ParamSpec, Params, CHOICE_PARAMS,
@@ -304,17 +305,27 @@ impl SweepSpec {
     }
 
     /// The axis sweeping `param`, if any.
-    /// `names` and every axis zipped with one of them: a zipped axis follows its group's
-    /// index, so it takes one value wherever the named one does.
-    pub fn with_group_mates(&self, names: &[&str]) -> Vec<String> {
-        let mut out: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        for group in &self.groups {
-            let params = || group.iter().map(|&i| self.axes[i].param.as_str());
-            if params().any(|p| names.contains(&p)) {
-                out.extend(params().filter(|p| !names.contains(p)).map(String::from));
-            }
-        }
-        out
+    /// The axes that take more than one value among `rows` and are neither in `shown`
+    /// (drawn, a facet, or averaged on purpose) nor zipped with one that is (a zipped
+    /// axis follows its group's index), with their values: what a picture over `shown`
+    /// would mix in one cell.
+    pub fn hidden_axes(&self, rows: &Rows, shown: &[&str]) -> Vec<(String, Vec<String>)> {
+        let is_shown = |i: usize| shown.contains(&self.axes[i].param.as_str());
+        let mate_shown = |i: usize| {
+            self.groups
+                .iter()
+                .any(|g| g.contains(&i) && g.iter().any(|&k| is_shown(k)))
+        };
+        (0..self.axes.len())
+            .filter(|&i| !is_shown(i) && !mate_shown(i))
+            .map(|i| {
+                (
+                    self.axes[i].param.clone(),
+                    rows.distinct(&self.axes[i].param),
+                )
+            })
+            .filter(|(_, values)| values.len() > 1)
+            .collect()
     }
 
     pub fn axis(&self, param: &str) -> Option<&Axis> {

@@ -121,17 +121,17 @@ pub fn rows_by_combo(ds: &Rows, dir: &Path) -> Result<BTreeMap<u64, Vec<usize>>,
     Ok(groups)
 }
 
-/// Write the summary of `ds` (read from `dir`) to the Parquet file `out` (its directory
-/// created if missing), with the dataset's file metadata (less the chunk timing), the
-/// dataset it summarises, the interval, and `incomplete` (why) when it covers only part
-/// of its dataset. Returns the number of parameter combinations.
+/// Write `batch`, the summary of `ds` (read from `dir`, made by [`summarize`]), to the
+/// Parquet file `out` (its directory created if missing), with the dataset's file
+/// metadata (less the chunk timing), the dataset it summarises, the interval, and
+/// `incomplete` (why) when it covers only part of its dataset.
 pub fn write_summary(
+    batch: &RecordBatch,
     ds: &Rows,
     dir: &Path,
     out: &Path,
     incomplete: Option<&str>,
-) -> Result<usize, OutputError> {
-    let (batch, combos) = summarize(ds, dir)?;
+) -> Result<(), OutputError> {
     let mut meta: Vec<(String, String)> = ds
         .metadata
         .iter()
@@ -148,8 +148,8 @@ pub fn write_summary(
         meta.push((META_INCOMPLETE.into(), why.to_string()));
     }
     crate::dataset::refuse_inside_dataset(out, "the summary")?;
-    crate::parquet::write_atomic(out, &batch, &meta)?;
-    Ok(combos)
+    crate::parquet::write_atomic(out, batch, &meta)?;
+    Ok(())
 }
 
 /// One row per parameter combination of the sweep dataset `ds` (read from `dir`).
