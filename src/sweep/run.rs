@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::batch::{run_batch, Engine};
@@ -30,6 +32,24 @@ pub struct RunOptions {
     pub shard: Shard,
     /// Stop after this many chunks (tests of interruption); `None` runs to the end.
     pub stop_after_chunks: Option<usize>,
+    /// Raised by another thread to stop before the next chunk (an interrupted caller:
+    /// the chunk in flight is written, `resume` runs the rest).
+    pub stop: StopFlag,
+}
+
+/// A request, shared between threads, that a running sweep stop before its next chunk.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    /// Ask the sweep to stop once the chunk in flight is written.
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 /// A sweep's work: this shard's points, and which of them are still to run. Holds
@@ -314,12 +334,13 @@ pub struct RunSummary {
     pub chunks_written: usize,
     pub not_ok: usize,
     pub wall_seconds: f64,
-    /// Whether it stopped early (`stop_after_chunks`).
+    /// Whether it stopped early (`stop_after_chunks` or `stop`).
     pub stopped: bool,
 }
 
 /// Run the pending points chunk by chunk, writing one part file per chunk;
-/// `on_chunk(points_done_so_far)` after each.
+/// `on_chunk(points_done_so_far)` after each. Stops early (`stopped`) after
+/// `stop_after_chunks` chunks or once `opts.stop` is raised.
 pub fn run(
     spec: &SweepSpec,
     pending: &[&PlannedPoint],
@@ -333,6 +354,7 @@ pub fn run(
         if opts
             .stop_after_chunks
             .is_some_and(|k| s.chunks_written >= k)
+            || opts.stop.is_raised()
         {
             s.stopped = true;
             break;

@@ -44,7 +44,12 @@ pub struct Setup {
 /// Set the sweep of `req` up: read its file, apply the run options, plan its shard,
 /// decide where and how it runs, and estimate every point.
 pub fn set_up(req: &Request) -> Result<Setup, SweepError> {
-    let spec = load_spec(req)?;
+    set_up_spec(SweepSpec::from_file(&req.file)?, req)
+}
+
+/// [`set_up`] for a sweep already read (from text, say: `req.file` is not read).
+pub fn set_up_spec(spec: SweepSpec, req: &Request) -> Result<Setup, SweepError> {
+    let spec = apply_run_options(spec, req)?;
     let plan = Plan::for_shard(&spec, req.shard)?;
     let opts = run_options(req, &plan)?;
     let estimates = estimate_points(&spec, &plan.shard(req.shard), req)?;
@@ -60,10 +65,9 @@ fn arg(message: String) -> SweepError {
     SweepError::Argument(message)
 }
 
-/// The sweep file with the run options that are not part of it (its hash and its
-/// points stay the same): --point-timeout and --until-settled.
-fn load_spec(req: &Request) -> Result<SweepSpec, SweepError> {
-    let mut spec = SweepSpec::from_file(&req.file)?;
+/// The sweep with the run options that are not part of it (its hash and its points
+/// stay the same): --point-timeout and --until-settled.
+fn apply_run_options(mut spec: SweepSpec, req: &Request) -> Result<SweepSpec, SweepError> {
     if let Some(t) = req.point_timeout {
         if !(t.is_finite() && t > 0.0) {
             return Err(arg(format!(
@@ -95,6 +99,7 @@ fn run_options(req: &Request, plan: &Plan) -> Result<RunOptions, SweepError> {
         resume: req.resume || (req.dry_run && req.out.is_some()),
         shard: req.shard,
         stop_after_chunks: None,
+        stop: run::StopFlag::default(),
     })
 }
 

@@ -18,6 +18,7 @@ pub fn opts(out: &Path, batch: usize, resume: bool) -> RunOptions {
         resume,
         shard: Shard::default(),
         stop_after_chunks: None,
+        stop: Default::default(),
     }
 }
 
