@@ -451,6 +451,42 @@ pub const TEXT_PARAMS: &[TextParamSpec] = &[
     },
 ];
 
+/// One row of the parameter table (`metachron params`, the Python package's `params()`):
+/// every field as printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamRow {
+    pub name: &'static str,
+    pub unit: &'static str,
+    /// The default as written in a file (empty where a scalar has none).
+    pub default: String,
+    /// The allowed values, in words.
+    pub allowed: String,
+    pub meaning: String,
+}
+
+/// The parameter table: every scalar parameter in declaration order, then the text
+/// parameters.
+pub fn table() -> Vec<ParamRow> {
+    let defaults = Params::default();
+    let scalars = SCALAR_PARAMS.iter().map(|s| ParamRow {
+        name: s.name,
+        unit: s.unit,
+        default: defaults
+            .scalar(s.name)
+            .map_or(String::new(), |v| v.to_string()),
+        allowed: s.range.describe(),
+        meaning: s.doc.trim().to_string(),
+    });
+    let texts = TEXT_PARAMS.iter().map(|t| ParamRow {
+        name: t.name,
+        unit: t.unit,
+        default: t.default.to_string(),
+        allowed: (t.allowed)(),
+        meaning: t.doc.to_string(),
+    });
+    scalars.chain(texts).collect()
+}
+
 impl Params {
     /// Check every field, then the values derived from several ([`Params::check_derived`]);
     /// the first violation is reported with its name, its allowed range and what it breaks.

@@ -5,7 +5,6 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use metachron::params::{Params, SCALAR_PARAMS, TEXT_PARAMS};
 use metachron::vocabulary::{Aggregate, Column, Kind, COLUMNS, METRICS};
 
 /// Rows as aligned columns: every column as wide as its widest cell, the last one free.
@@ -38,31 +37,18 @@ fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// The parameter table: name, unit, default, admitted range and meaning.
 pub fn params_table() -> String {
-    let defaults = Params::default();
-    let mut rows: Vec<Vec<String>> = SCALAR_PARAMS
-        .iter()
-        .map(|s| {
-            let default = defaults
-                .scalar(s.name)
-                .map_or(String::new(), |v| v.to_string());
+    let rows: Vec<Vec<String>> = metachron::params::table()
+        .into_iter()
+        .map(|r| {
             vec![
-                s.name.to_string(),
-                s.unit.to_string(),
-                default,
-                s.range.describe(),
-                s.doc.trim().to_string(),
+                r.name.to_string(),
+                r.unit.to_string(),
+                r.default,
+                r.allowed,
+                r.meaning,
             ]
         })
         .collect();
-    for t in TEXT_PARAMS {
-        rows.push(vec![
-            t.name.to_string(),
-            t.unit.to_string(),
-            t.default.to_string(),
-            (t.allowed)(),
-            t.doc.to_string(),
-        ]);
-    }
     aligned(&["name", "unit", "default", "allowed", "meaning"], &rows)
 }
 
@@ -123,6 +109,7 @@ pub fn run_columns() -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use metachron::params::SCALAR_PARAMS;
 
     #[test]
     fn every_parameter_and_column_is_listed_once() {
