@@ -6,12 +6,10 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 
-use metachron::dataset::rows::{Column, Rows};
-use metachron::dataset::schema::META_SWEEP_NAME;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::map::{draw_map_with, MapOptions, MapRequest, MAX_BINS};
 use metachron::sweep::audit::recorded_sweep;
-use metachron::sweep::spec::SweepSpec;
+use metachron::sweep::facet::{averaged_on_purpose, facet};
 
 #[derive(Args, Debug)]
 pub struct MapArgs {
@@ -59,104 +57,6 @@ pub struct MapArgs {
     /// refusing it.
     #[arg(long)]
     allow_incomplete: bool,
-}
-
-/// The rows of `ds` meeting every `COLUMN=VALUE` of `conditions` (numbers equal to 1e-12
-/// relative, text exactly), with the conditions appended to the sweep's name.
-fn facet(ds: Rows, conditions: &[String]) -> Result<Rows> {
-    if conditions.is_empty() {
-        return Ok(ds);
-    }
-    let mut keep = vec![true; ds.len()];
-    for cond in conditions {
-        let Some((name, value)) = cond.split_once('=') else {
-            bail!("--where `{cond}`: expected COLUMN=VALUE, e.g. terrain=rough");
-        };
-        let (name, value) = (name.trim(), value.trim());
-        match ds.column(name) {
-            Some(Column::Num(v)) => {
-                let want: f64 = value.parse().map_err(|_| {
-                    anyhow::anyhow!("--where `{cond}`: `{name}` is numeric; `{value}` is no number")
-                })?;
-                for (k, x) in keep.iter_mut().zip(v) {
-                    *k &= (x - want).abs() <= 1e-12 * want.abs().max(1.0);
-                }
-            }
-            Some(Column::Text(v)) => {
-                for (k, x) in keep.iter_mut().zip(v) {
-                    *k &= x == value;
-                }
-            }
-            None => bail!("--where `{cond}`: the dataset has no column `{name}`"),
-        }
-    }
-    if !keep.iter().any(|&k| k) {
-        bail!(
-            "--where {}: no row meets every condition",
-            conditions.join(" ")
-        );
-    }
-    let mut out = ds.select(&keep);
-    in_title(&mut out, &conditions.join(", "));
-    Ok(out)
-}
-
-/// Append `(note)` to the sweep's name, which heads the picture's title.
-fn in_title(ds: &mut Rows, note: &str) {
-    let name = ds
-        .metadata
-        .get(META_SWEEP_NAME)
-        .cloned()
-        .unwrap_or_default();
-    ds.metadata.insert(
-        META_SWEEP_NAME.to_string(),
-        format!("{name} ({note})").trim().to_string(),
-    );
-}
-
-/// Refuse to mix values of a swept parameter in one cell unless asked: every axis of
-/// the sweep that varies in `ds` is drawn (`shown`) or in `averaged` (then named in the
-/// title). An `averaged` name that is no axis of the sweep is refused too.
-fn averaged_on_purpose(
-    mut ds: Rows,
-    sweep: &SweepSpec,
-    shown: [&str; 2],
-    averaged: &[String],
-) -> Result<Rows> {
-    let axes: Vec<String> = sweep.axes.iter().map(|ax| ax.param.clone()).collect();
-    for name in averaged {
-        if !axes.contains(name) {
-            bail!(
-                "--average {name}: not an axis of this sweep (its axes: {})",
-                axes.join(", ")
-            );
-        }
-    }
-    let mut named: Vec<&str> = shown.to_vec();
-    named.extend(averaged.iter().map(String::as_str));
-    if let Some((name, values)) = sweep.hidden_axes(&ds, &named).into_iter().next() {
-        let listed = match values.len() {
-            0..=6 => values.join(", "),
-            n => format!("{}, … ({n} values)", values[..5].join(", ")),
-        };
-        bail!(
-            "the sweep's axis `{name}` takes {} values in the drawn rows ({listed}), which \
-             would share each cell of the {} x {} map: add `--where {name}={}` to draw one \
-             of them, or `--average {name}` to average over it on purpose",
-            values.len(),
-            shown[0],
-            shown[1],
-            values[0]
-        );
-    }
-    if !averaged.is_empty() {
-        let note: Vec<String> = averaged
-            .iter()
-            .map(|name| format!("{} values of {name}", ds.distinct(name).len()))
-            .collect();
-        in_title(&mut ds, &format!("averaged over {}", note.join(" and ")));
-    }
-    Ok(ds)
 }
 
 /// `LO:HI` with LO < HI, both finite.

@@ -1092,14 +1092,27 @@ fn filled_cells(q: Quantity, cells: &Cells) -> usize {
     }
 }
 
-/// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`) with `opts`.
-pub fn draw_map_with(
+/// A map computed from the rows, before any drawing: its axes, tiles and what each
+/// tile shows.
+struct Computed {
+    q: Quantity,
+    xa: MapAxis,
+    ya: MapAxis,
+    tiles: Tiles,
+    cells: Cells,
+    ci_width: f64,
+    range: (f64, f64),
+    runs: (usize, usize),
+    what: String,
+}
+
+/// Compute `req` from `ds` with `opts`; `out` names the picture in every refusal.
+fn compute(
     ds: &Rows,
     req: &MapRequest,
     opts: &MapOptions,
     out: &Path,
-) -> Result<MapSummary, OutputError> {
-    check_out(out)?;
+) -> Result<Computed, OutputError> {
     if let Some(b) = opts.bins.filter(|b| !(1..=MAX_BINS).contains(b)) {
         return Err(err(
             out,
@@ -1118,8 +1131,104 @@ pub fn draw_map_with(
     let cells = aggregate(ds, req, q, &tiles, ci_width, out)?;
     let range = colour_range(q, &req.metric, &cells.num, opts.range);
     let runs = runs_per_filled_cell(&cells.runs);
-    let colours = tile_colours(q, &cells, range);
     let what = what(req, q);
+    Ok(Computed {
+        q,
+        xa,
+        ya,
+        tiles,
+        cells,
+        ci_width,
+        range,
+        runs,
+        what,
+    })
+}
+
+/// A map's content without the picture (for callers that draw it themselves): one
+/// entry per tile in every vector.
+#[derive(Debug, Clone)]
+pub struct MapData {
+    pub x: String,
+    pub y: String,
+    pub x_log: bool,
+    pub y_log: bool,
+    /// A text axis' values in cell order (its tiles span cell index ± 0.5); empty for
+    /// a numeric axis.
+    pub x_categories: Vec<String>,
+    pub y_categories: Vec<String>,
+    /// Each tile's extent in the parameters' own units (cell indices on a text axis).
+    pub x_lo: Vec<f64>,
+    pub x_hi: Vec<f64>,
+    pub y_lo: Vec<f64>,
+    pub y_hi: Vec<f64>,
+    /// The tile's number (fraction or mean); NaN on a class map and where no run is.
+    pub value: Vec<f64>,
+    /// The tile's most frequent class (class maps only).
+    pub class: Vec<Option<&'static str>>,
+    /// Whether the tile's Wilson interval is wider than the strike-through width.
+    pub wide: Vec<bool>,
+    pub runs: Vec<usize>,
+    /// The colour bar's range.
+    pub range: (f64, f64),
+    /// The picture's title lines and what its colours show.
+    pub title: Vec<String>,
+    pub what: String,
+}
+
+/// Compute `req` from `ds` with `opts` as [`draw_map_with`] would draw it, drawing
+/// nothing. Refusals are [`draw_map_with`]'s, naming "map".
+pub fn map_data(ds: &Rows, req: &MapRequest, opts: &MapOptions) -> Result<MapData, OutputError> {
+    let c = compute(ds, req, opts, Path::new("map"))?;
+    let unit = |ax: &MapAxis, v: f64| if ax.log { 10f64.powf(v) } else { v };
+    let corner = |k: usize, i: usize| {
+        c.tiles
+            .rects
+            .iter()
+            .map(move |r| r[i])
+            .map(move |p| if k == 0 { p.0 } else { p.1 })
+    };
+    Ok(MapData {
+        x: req.x.clone(),
+        y: req.y.clone(),
+        x_log: c.xa.log,
+        y_log: c.ya.log,
+        x_categories: c.xa.categories.clone(),
+        y_categories: c.ya.categories.clone(),
+        x_lo: corner(0, 0).map(|v| unit(&c.xa, v)).collect(),
+        x_hi: corner(0, 1).map(|v| unit(&c.xa, v)).collect(),
+        y_lo: corner(1, 0).map(|v| unit(&c.ya, v)).collect(),
+        y_hi: corner(1, 1).map(|v| unit(&c.ya, v)).collect(),
+        value: c.cells.num.clone(),
+        class: c.cells.class.iter().map(|k| k.map(|k| k.label())).collect(),
+        wide: c.cells.wide.clone(),
+        runs: c.cells.runs.clone(),
+        range: c.range,
+        title: title_lines(ds, &c.what, c.runs),
+        what: c.what,
+    })
+}
+
+/// Draw `req` from `ds` into `out` (PNG, or SVG for `*.svg`) with `opts`.
+pub fn draw_map_with(
+    ds: &Rows,
+    req: &MapRequest,
+    opts: &MapOptions,
+    out: &Path,
+) -> Result<MapSummary, OutputError> {
+    check_out(out)?;
+    let Computed {
+        q,
+        xa,
+        ya,
+        tiles,
+        cells,
+        ci_width,
+        range,
+        runs,
+        what,
+    } = compute(ds, req, opts, out)?;
+    let colours = tile_colours(q, &cells, range);
     let title = title_lines(ds, &what, runs);
     let bar_label = (q != Quantity::Class).then_some(what);
     let wide_cells = cells.wide.iter().filter(|&&w| w).count();

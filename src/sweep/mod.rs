@@ -8,6 +8,7 @@ pub mod adaptive;
 pub mod atlas;
 pub mod audit;
 pub mod axis;
+pub mod facet;
 pub mod input;
 pub mod lattice;
 pub mod lock;
