@@ -97,7 +97,7 @@ def simulate(
     if series not in (False, True, "pyarrow", "polars"):
         raise ParameterError(f"series={series!r}: allowed are False, True, 'pyarrow', 'polars'")
     assignments = [f"{k}={_set_text(v)}" for k, v in params.items()]
-    metrics, ts = _native.simulate(
+    metrics, ts, warnings_ = _native.simulate(
         assignments,
         backend,
         bool(series),
@@ -107,6 +107,11 @@ def simulate(
         point_timeout=point_timeout,
         max_estimate=max_estimate,
     )
+    if warnings_:
+        import warnings
+
+        for w in warnings_:  # a value the run cannot use is never ignored in silence
+            warnings.warn(w, stacklevel=2)
     row: Dict[str, Any] = _table(metrics).to_pylist()[0]
     if not series:
         return row
@@ -145,7 +150,7 @@ def _toml_key(k: str) -> str:
 
 def _toml_table(d: Mapping[str, Any], path: List[str], out: List[str]) -> None:
     """Write `d` as TOML: its plain keys, then sub-tables `[a.b]` and arrays of tables."""
-    tables = []
+    tables: List[Tuple[str, Any, bool]] = []
     for k, v in d.items():
         if isinstance(v, Mapping):
             tables.append((k, v, False))
@@ -336,8 +341,9 @@ class MapData:
         palette = {c: plt.get_cmap("tab10")(i % 10) for i, c in enumerate(classes)}
         lo, hi = self.range
         for k in range(len(self.runs)):
-            if self.klass[k]:
-                colour: Any = palette[self.klass[k]]
+            klass = self.klass[k]
+            if klass:
+                colour: Any = palette[klass]
             elif math.isfinite(self.value[k]):
                 colour = cmap((self.value[k] - lo) / (hi - lo) if hi > lo else 0.5)
             else:
@@ -392,7 +398,7 @@ class Dataset:
 
     @property
     def dir(self) -> str:
-        return os.fspath(self._v.dir)
+        return str(os.fspath(self._v.dir))
 
     @property
     def name(self) -> str:
@@ -494,7 +500,7 @@ class Dataset:
             klass=d["class"],
             wide=d["wide"],
             runs=d["runs"],
-            range=tuple(d["range"]),  # type: ignore[arg-type]
+            range=(float(d["range"][0]), float(d["range"][1])),
             title=d["title"],
             what=d["what"],
         )

@@ -45,7 +45,7 @@ def simulate(
     window_start: Optional[float] = None,
     point_timeout: Optional[float] = None,
     max_estimate: Optional[float] = None,
-) -> Tuple[ArrowStream, Optional[ArrowStream]]: ...
+) -> Tuple[ArrowStream, Optional[ArrowStream], List[str]]: ...
 def sweep(
     out: str,
     backend: str,

@@ -140,8 +140,9 @@ fn engine_of(backend: Backend) -> Engine {
 
 /// One point, as `metachron simulate` runs it: the assignments (`--set` syntax, applied
 /// in order after the config file, `n_legs` first), the settings, the checks and the
-/// cost limit; returns the metrics row (the `--metrics` file's table) and, when asked,
-/// the time series (the `--out` file's table).
+/// cost limit; returns the metrics row (the `--metrics` file's table), the time series
+/// (the `--out` file's table) when asked, and the warnings the command line prints (a
+/// value the run cannot use).
 #[pyfunction]
 #[pyo3(signature = (assignments, backend, series, config=None, dt_out=None, window_start=None, point_timeout=None, max_estimate=None))]
 #[allow(clippy::too_many_arguments)]
@@ -155,7 +156,7 @@ fn simulate(
     window_start: Option<f64>,
     point_timeout: Option<f64>,
     max_estimate: Option<f64>,
-) -> PyResult<(ArrowStream, Option<ArrowStream>)> {
+) -> PyResult<(ArrowStream, Option<ArrowStream>, Vec<String>)> {
     let backend = backend_of(backend)?;
     let mut cfg = match &config {
         Some(path) => {
@@ -197,6 +198,7 @@ fn simulate(
              accumulates the metrics on the device); use backend=\"cpu\" for it",
         ));
     }
+    let warnings = cfg.params.inert().iter().map(|i| i.to_string()).collect();
     let engine = engine_of(backend);
     let result = py
         .detach(|| run_point(&cfg, &engine, series, |_| {}))
@@ -229,7 +231,7 @@ fn simulate(
     } else {
         None
     };
-    Ok((ArrowStream::one(metrics), series))
+    Ok((ArrowStream::one(metrics), series, warnings))
 }
 
 /// `batch` with `meta` added to its schema's metadata (what the Parquet outputs carry

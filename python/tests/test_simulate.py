@@ -66,3 +66,12 @@ def test_out_of_range_names_the_field_and_range_as_the_cli_does():
     assert str(e.value) in cli_error("n_legs=1000")
     with pytest.raises(metachron.ParameterError, match="allowed are cpu, reference, gpu"):
         metachron.simulate(backend="abacus")
+
+
+def test_a_value_the_run_cannot_use_is_warned_of_as_the_cli_does():
+    r = cli("simulate", "--backend", "cpu", "--quiet", "--set", "t_final=0.5", "--set",
+            "terrain_height=0.01")
+    (line,) = [l for l in r.stderr.splitlines() if l.startswith("warning: ")]
+    with pytest.warns(UserWarning) as caught:
+        metachron.simulate(t_final=0.5, terrain_height=0.01)
+    assert [f"warning: {w.message}" for w in caught] == [line]
