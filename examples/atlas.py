@@ -2,7 +2,7 @@
 and a map. Run it from the checkout after installing the package (README, "From
 Python"):
 
-    python3 examples/atlas.py            # writes under out/py-atlas/ (about 10 s on 2 cores)
+    python3 examples/atlas.py            # writes under out/py-atlas/ (seconds on 2 cores)
 
 CI runs it (.ci/run).
 """

@@ -100,6 +100,31 @@ fn stopped_then_resumed_equals_uninterrupted() {
 }
 
 #[test]
+fn a_raised_stop_flag_ends_the_sweep_after_the_chunk_in_flight() {
+    let spec = SweepSpec::from_str_named(SMALL, "small.toml", "small").unwrap();
+    let plan = Plan::new(&spec).unwrap();
+    let dir = scratch("resume-stop-flag");
+    let o = opts(&dir, 5, false);
+    let work = run::work(&spec, &plan, &o).unwrap();
+    // Raised while the second chunk is written, from a clone (as an interrupted
+    // caller's thread holds one): that chunk is kept, no third one starts.
+    let flag = o.stop.clone();
+    let s = run::run(&spec, &work.pending, &o, |done| {
+        if done >= 10 {
+            flag.raise();
+        }
+    })
+    .unwrap();
+    drop(work);
+    assert!(s.stopped);
+    assert_eq!((s.points_run, s.chunks_written), (10, 2));
+    assert_eq!(tree::part_files(&dir).unwrap().len(), 2);
+    // A resume with a fresh flag runs only what is missing.
+    let (done, _, s) = crate::common::sweep::run_sweep(&spec, &opts(&dir, 5, true));
+    assert_eq!((done, s.points_run, s.stopped), (10, 14, false));
+}
+
+#[test]
 fn shards_write_one_dataset() {
     let spec = SweepSpec::from_str_named(SMALL, "small.toml", "small").unwrap();
     let dir = scratch("shards");
