@@ -70,6 +70,21 @@ impl Code {
         self.indent -= 1;
         self.line("}");
     }
+    /// An empty block one level in, for [`Code::stepping_block`].
+    fn sub(&self) -> Code {
+        Code {
+            s: String::new(),
+            indent: self.indent + 1,
+        }
+    }
+    /// `if stepping { … }` around `block`, with the record members it reads
+    /// ([`member_lets`]).
+    fn stepping_block(&mut self, block: &Code) {
+        self.open("if stepping {");
+        self.s.push_str(&member_lets(&block.s, self.indent));
+        self.s.push_str(&block.s);
+        self.close();
+    }
 }
 
 /// Index helpers of one leg: [a_1..a_n, b_1..b_n, c_1..c_n, d_1..d_n], blocks X = [a, b]
@@ -659,9 +674,13 @@ fn first_drift_compensated(c: &mut Code, l: usize) {
 /// Compensated second half drift with the kick's step-end shift: δ = sh + (h/2)v moves
 /// q (in pairs), and the carried V goes to the step end by δᵀ(J + Gδ) (J at the
 /// midpoint: V(q + δ) − V(q) exactly, up to the products' rounding).
-fn second_drift_compensated(c: &mut Code, leg: Leg) {
+fn second_drift_compensated(c: &mut Code, leg: Leg, part: Drift) {
     let l = leg.l();
     c.line("let hh = 0.5 * h;");
+    if part == Drift::Body {
+        compensated_add(c, "dr2_", &body_pairs("(hh * vb)"));
+        return;
+    }
     for i in 0..l {
         c.line(format!("let d2_{i} = sh_{i} + hh * v_{i};"));
     }
@@ -673,7 +692,9 @@ fn second_drift_compensated(c: &mut Code, leg: Leg) {
     let mut pairs: Vec<_> = (0..l)
         .map(|i| (format!("q_{i}"), format!("ql_{i}"), format!("d2_{i}")))
         .collect();
-    pairs.extend(body_pairs("(hh * vb)"));
+    if part == Drift::Both {
+        pairs.extend(body_pairs("(hh * vb)"));
+    }
     compensated_add(c, "dr2_", &pairs);
 }
 
@@ -768,7 +789,7 @@ fn ldlt_solve(c: &mut Code, rhs: [&str; 3], out: &str) {
 /// Stage `body_kick`: the body's explicit loads (springs summed over the robot's legs, contact),
 /// implicit damping (CPU: the end of `lanes::kernel::step`). `ground`: P_1, P_2 on the
 /// terrain (`body_contact_ground`, with the body's low y word where compensated).
-/// `law`: the coupling's dampers add D_b (summed over the legs) to the implicit damping.
+/// `law`: [`body_kick_law`].
 fn body_kick(c: &mut Code, n_legs: usize, ground: bool, law: bool, arith: Arith) {
     c.stage("body_kick");
     c.line("// Body: explicit loads (springs summed over legs, contact), implicit damping.");
@@ -783,18 +804,45 @@ fn body_kick(c: &mut Code, n_legs: usize, ground: bool, law: bool, arith: Arith)
     c.line(format!("let load = {} + {contact};", loads.join(" + ")));
     c.line("let bm = p_body_mass;");
     if law {
-        let damp: Vec<String> = (0..n_legs)
-            .map(|j| format!("wg_damp[first + {j}u].xyz"))
-            .collect();
-        c.line(format!("let damp = h * ({});", damp.join(" + ")));
-        c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta + damp.x);");
-        c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta + damp.y);");
-        c.line("vb.z = (p_inertia * vb.z + h * load.z) / (p_inertia + h * p_zeta_l2 + damp.z);");
+        body_kick_law(c, n_legs);
         return;
     }
     c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta);");
     c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta);");
     c.line("vb.z = (p_inertia * vb.z + h * load.z) / (p_inertia + h * p_zeta_l2);");
+}
+
+/// The body kick under the coupling's law (CPU: `lanes::kernel::body_kick_law`): the
+/// dampers at the body implicit in its velocity, pulling towards the bases' new
+/// velocities (each leg's share of A and of the pull summed over the robot's legs); the
+/// 3×3 system by the CPU's symmetric elimination.
+fn body_kick_law(c: &mut Code, n_legs: usize) {
+    let sum = |f: &dyn Fn(usize) -> String| (0..n_legs).map(f).collect::<Vec<_>>().join(" + ");
+    c.line(format!(
+        "let a_lo = h * ({});",
+        sum(&|j| format!("wg_damp_a[first + {j}u]"))
+    ));
+    c.line(format!(
+        "let a_hi = h * ({});",
+        sum(&|j| format!("wg_damp_b[first + {j}u]"))
+    ));
+    c.line(format!(
+        "let pull = h * ({});",
+        sum(&|j| format!("wg_pull[first + {j}u].xyz"))
+    ));
+    c.line("let r0 = bm * vb.x + h * (bm * p_g + load.x) + pull.x;");
+    c.line("let xx = bm + h * p_zeta + a_lo.x;");
+    c.line("let l10 = a_lo.w / xx;");
+    c.line("let r1 = bm * vb.y + h * load.y + pull.y - l10 * r0;");
+    c.line("let l20 = a_hi.x / xx;");
+    c.line("let yy1 = bm + h * p_zeta + a_lo.y - l10 * a_lo.w;");
+    c.line("let yt1 = a_hi.y - l20 * a_lo.w;");
+    c.line("let tt1 = p_inertia + h * p_zeta_l2 + a_lo.z - l20 * a_hi.x;");
+    c.line("let r2 = p_inertia * vb.z + h * load.z + pull.z - l20 * r0;");
+    c.line("let l21 = yt1 / yy1;");
+    c.line("let t = (r2 - l21 * r1) / (tt1 - l21 * yt1);");
+    c.line("let y = (r1 - yt1 * t) / yy1;");
+    c.line("vb = vec3<real>((r0 - a_lo.w * y - a_hi.x * t) / xx, y, t);");
 }
 
 /// The `let` lines that read the instance-record members a block of generated code
@@ -833,12 +881,26 @@ fn member_lets(code: &str, indent: usize) -> String {
 }
 
 /// q += h/2·v for the leg's registers and its body copy (CPU: `q[i] += 0.5 * h * v[i]`).
-fn half_drift(c: &mut Code, l: usize) {
+fn half_drift(c: &mut Code, l: usize, part: Drift) {
     c.line("let hh = 0.5 * h;");
-    for i in 0..l {
-        c.line(format!("q_{i} += hh * v_{i};"));
+    if part != Drift::Body {
+        for i in 0..l {
+            c.line(format!("q_{i} += hh * v_{i};"));
+        }
     }
-    c.line("qb += hh * vb;");
+    if part != Drift::Legs {
+        c.line("qb += hh * vb;");
+    }
+}
+
+/// What a closing drift moves: the leg and the body copy together, or (under the
+/// coupling's law, whose body kick waits for every leg's kick) the leg at the end of
+/// its kick and the body after its own, as on the CPU.
+#[derive(Clone, Copy, PartialEq)]
+enum Drift {
+    Both,
+    Legs,
+    Body,
 }
 
 /// What an invocation keeps of the state, declared and read once at dispatch start:
@@ -1000,6 +1062,10 @@ fn dispatch_start(c: &mut Code, k: Kernel) {
     state_load(c, k.lay);
     c.s.push_str(&tally::wgsl_load(&k.lay, k.law));
     c.line("var fb = vec2<real>(0.0, 0.0);");
+    if k.law {
+        c.line("var pull_x = vec3<real>(0.0, 0.0, 0.0);");
+        c.line("var pull_y = vec3<real>(0.0, 0.0, 0.0);");
+    }
 }
 
 /// One step, stage by stage in the order of the CPU's `lanes::kernel::STEP_STAGES`. The
@@ -1019,19 +1085,26 @@ fn step_stages(c: &mut Code, k: Kernel) {
     spring_loads(c, k.law);
     c.close();
     c.line("workgroupBarrier();");
-    c.open("if stepping {");
-    let mut body_code = Code {
-        s: String::new(),
-        indent: c.indent,
-    };
-    leg_forces(&mut body_code, k.leg, k.couple, k.ground, k.arith);
-    kick_solve(&mut body_code, k.leg, k.ground, k.arith);
-    touchdown(&mut body_code, k.leg, k.couple, k.ground, k.arith);
-    body_kick(&mut body_code, k.lay.n_legs, k.ground, k.law, k.arith);
-    closing_drift(&mut body_code, k.leg, k.arith);
-    c.s.push_str(&member_lets(&body_code.s, c.indent));
-    c.s.push_str(&body_code.s);
-    c.close();
+    let mut legs_code = c.sub();
+    leg_forces(&mut legs_code, k.leg, k.couple, k.ground, k.arith);
+    kick_solve(&mut legs_code, k.leg, k.ground, k.arith);
+    touchdown(&mut legs_code, k.leg, k.couple, k.ground, k.arith);
+    if k.law {
+        // The body's dampers pull towards the bases' new velocities: every leg's share
+        // into workgroup memory before the body kick.
+        legs_code.line(format!(
+            "wg_pull[lid] = vec4<real>(pull_x * v_0 + pull_y * v_{}, 0.0);",
+            2 * n
+        ));
+        closing_drift(&mut legs_code, k.leg, k.arith, Drift::Legs);
+        c.stepping_block(&legs_code);
+        c.line("workgroupBarrier();");
+        legs_code = c.sub();
+    }
+    body_kick(&mut legs_code, k.lay.n_legs, k.ground, k.law, k.arith);
+    let part = if k.law { Drift::Body } else { Drift::Both };
+    closing_drift(&mut legs_code, k.leg, k.arith, part);
+    c.stepping_block(&legs_code);
 }
 
 /// Stage `opening_drift`: q += h/2·v for the leg's registers and its body copy
@@ -1039,7 +1112,7 @@ fn step_stages(c: &mut Code, k: Kernel) {
 fn opening_drift(c: &mut Code, arith: Arith, l: usize) {
     c.stage("opening_drift");
     match arith {
-        Arith::Plain => half_drift(c, l),
+        Arith::Plain => half_drift(c, l, Drift::Both),
         Arith::Compensated => first_drift_compensated(c, l),
     }
 }
@@ -1048,12 +1121,16 @@ fn opening_drift(c: &mut Code, arith: Arith, l: usize) {
 /// shaders/springs.wgsl) from the basal points in workgroup memory: the force on its
 /// base and its part of the body's load. CPU: `lanes::kernel::spring_loads`.
 /// `law`: the coupling's law (`leg_springs_law`, shaders/coupling.wgsl): also this
-/// leg's share of the body's implicit damping, and the dissipated energy's running sum.
+/// leg's share of the dampers' matrix on the body and its pull (kept for after the
+/// kick), and the dissipated energy's running sum.
 fn spring_loads(c: &mut Code, law: bool) {
     c.stage("spring_loads");
     if law {
         c.line("let share = leg_springs_law(ri, leg, lid, qb, vb, sincos(qb.z));");
-        c.line("wg_damp[lid] = vec4<real>(share.damping, 0.0);");
+        c.line("wg_damp_a[lid] = share.a_lo;");
+        c.line("wg_damp_b[lid] = share.a_hi;");
+        c.line("pull_x = share.pull_x;");
+        c.line("pull_y = share.pull_y;");
         c.line("t_work_coupling += h * share.dissipation;");
     } else {
         c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
@@ -1065,11 +1142,15 @@ fn spring_loads(c: &mut Code, law: bool) {
 /// Stage `closing_drift`: q += h/2·v after the touchdown's shift (compensated: the
 /// shift and the drift in pairs, and the carried V moved to the step end).
 /// CPU: `lanes::kernel::closing_drift`.
-fn closing_drift(c: &mut Code, leg: Leg, arith: Arith) {
-    c.stage("closing_drift");
+/// `part`: [`Drift`]; the legs' part alone belongs to the touchdown's block and is
+/// no stage of its own (CPU: the touchdown's last loop).
+fn closing_drift(c: &mut Code, leg: Leg, arith: Arith, part: Drift) {
+    if part != Drift::Legs {
+        c.stage("closing_drift");
+    }
     match arith {
-        Arith::Plain => half_drift(c, leg.l()),
-        Arith::Compensated => second_drift_compensated(c, leg),
+        Arith::Plain => half_drift(c, leg.l(), part),
+        Arith::Compensated => second_drift_compensated(c, leg, part),
     }
 }
 

@@ -103,6 +103,10 @@ pub struct Scratch<const W: usize> {
     /// (cos, sin) of ω_A t at this step's midpoint.
     axo_phase: [L<W>; 2],
     base_force: Vec<[L<W>; 2]>,
+    /// With the coupling's law: per leg, G_i = Σ c·w·eᵀ over its springs to the body
+    /// (3×2, by columns), so that those dampers pull the body with G_i·u_i at the base
+    /// velocity u_i ([`body_kick`]).
+    body_pull: Vec<[L<W>; 6]>,
 }
 
 impl<const W: usize> Scratch<W> {
@@ -117,6 +121,7 @@ impl<const W: usize> Scratch<W> {
             qa: z,
             axo_phase: [L::zero(); 2],
             base_force: vec![[L::zero(); 2]; n_legs],
+            body_pull: vec![[L::zero(); 6]; n_legs],
         }
     }
 }
@@ -345,11 +350,13 @@ fn ground_at<const W: usize, const F: bool>(m: &BlockModel<W>, y: L<W>) -> Surfa
 
 /// The springs' load on the body at the midpoint (F_x, F_y, torque about the centre
 /// of mass) and (sin θ, cos θ) of its angle, for [`body_kick`]; with the coupling's
-/// law, the body's implicit damping D_b (diagonal) and the power the dampers dissipate.
+/// law, the dampers' matrix on the body's velocity and the power they dissipate.
 struct BodyLoad<const W: usize> {
     load: [L<W>; 3],
     sin_cos: [L<W>; 2],
-    damping: [L<W>; 3],
+    /// A = Σ c·w·wᵀ over the springs at the body (w = (e_x, e_y, r × e)): the
+    /// entries (xx, yy, θθ, xy, xθ, yθ); zero without the law.
+    dampers: [L<W>; 6],
     dissipation: L<W>,
 }
 
@@ -434,38 +441,58 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
     BodyLoad {
         load,
         sin_cos: sc,
-        damping: [L::zero(); 3],
+        dampers: [L::zero(); 6],
         dissipation: L::zero(),
     }
 }
 
-/// Force on the end `p` (velocity `vp`) of a spring whose other end is `o` (velocity
-/// `vo`) under the coupling's law: [k(l0 − γ) + k₃(l0 − γ)³ − c·γ̇]/γ·(p − o), and the
-/// power c·γ̇² its damper dissipates (`model::springs::law_force`).
+/// One spring under the coupling's law, seen from its end `p`.
+struct LawForce<const W: usize> {
+    /// [k(l0 − γ) + k₃(l0 − γ)³ − c·γ̇]·e on `p`.
+    force: [L<W>; 2],
+    /// Its elastic part [k(l0 − γ) + k₃(l0 − γ)³]·e.
+    elastic: [L<W>; 2],
+    /// e = (p − o)/γ.
+    e: [L<W>; 2],
+    /// c·γ̇², the power its damper dissipates.
+    power: L<W>,
+}
+
+/// Spring `[k, k₃, c, l0]` from `p` (velocity `vp`) to `o` (velocity `vo`) under the
+/// coupling's law (`model::springs::law_force`).
 #[inline(always)]
 fn law_force<const W: usize>(
     [k, k3, c, l0]: [L<W>; 4],
     [p, o]: [[L<W>; 2]; 2],
     [vp, vo]: [[L<W>; 2]; 2],
-) -> ([L<W>; 2], L<W>) {
+) -> LawForce<W> {
     let d = [p[0] - o[0], p[1] - o[1]];
     let gamma = (d[0] * d[0] + d[1] * d[1]).sqrt();
     let s = l0 - gamma;
     let rate = (d[0] * (vp[0] - vo[0]) + d[1] * (vp[1] - vo[1])) / gamma;
-    let f = (k * s + k3 * s * s * s - c * rate) / gamma;
-    ([f * d[0], f * d[1]], c * rate * rate)
+    let elastic = (k * s + k3 * s * s * s) / gamma;
+    let f = elastic - c * rate / gamma;
+    LawForce {
+        force: [f * d[0], f * d[1]],
+        elastic: [elastic * d[0], elastic * d[1]],
+        e: [d[0] / gamma, d[1] / gamma],
+        power: c * rate * rate,
+    }
 }
 
 /// Stage `spring_loads` where a lane's coupling has its law (docs/model.md, "The
-/// coupling's law"): the springs' forces with the cubic term and the dampers at the
-/// old velocities, and the split that makes the dampers implicit without coupling the
-/// kicks (docs/integrators.md): each base takes C_b·I implicit in P, so its explicit
-/// share gains (1 − a)·C_b·v_base; the body takes D_b = Σc·(2, 2, 2|r|²) ≥ the dampers'
-/// own matrix implicit in its kick, so its load gains D_b·v_b.
+/// coupling's law"): the springs' forces with the cubic term, and the dampers split so
+/// that they are implicit without coupling the legs' kicks (docs/integrators.md): each
+/// base takes C_b·I implicitly in P and the dampers at the old velocities explicitly (its
+/// explicit share gains (1 − a)·C_b·v_base); the body, kicked after the legs, takes the
+/// dampers of its springs implicitly in its own velocity against the bases' new ones
+/// (the matrix A here, each base's pull G_i into `body_pull`), and only their elastic
+/// part explicitly.
 fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     (q, v): (&[L<W>], &[L<W>]),
     base_force: &mut [[L<W>; 2]],
+    body_pull: &mut [[L<W>; 6]],
 ) -> BodyLoad<W> {
     let nn = nodes::<W, NN>(m);
     let (n, l) = (m.n_legs, 4 * nn);
@@ -478,35 +505,47 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     let base_v = |i: usize| [v[i * l], v[i * l + 2 * nn]];
     let alpha = [m.p.alpha, m.p.alpha_cubic, m.p.alpha_damping, m.p.l_alpha];
     let beta = [m.p.beta, m.p.beta_cubic, m.p.beta_damping, m.p.l_beta];
-    let (mut load, mut damping, mut dissipation) = ([L::zero(); 3], [L::zero(); 3], L::zero());
+    let (mut load, mut dampers, mut dissipation) = ([L::zero(); 3], [L::zero(); 6], L::zero());
     base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
+    body_pull.iter_mut().for_each(|g| *g = [L::zero(); 6]);
     // A spring (law `law`) from base `i` to body point `j`.
     let mut to_body = |law: [L<W>; 4], i: usize, j: usize, bf: &mut [[L<W>; 2]]| {
         let b = world(body, sc, *m.b_points[j]);
         let r = [b[0] - body[0], b[1] - body[1]];
         let vpoint = [vb[0] - vb[2] * r[1], vb[1] + vb[2] * r[0]];
-        let (f, w) = law_force(law, [base(i), b], [base_v(i), vpoint]);
-        dissipation += w;
-        bf[i][0] += f[0];
-        bf[i][1] += f[1];
-        load[0] -= f[0];
-        load[1] -= f[1];
-        load[2] -= r[0] * f[1] - r[1] * f[0];
-        let c2 = law[2] * 2.0;
-        damping[0] += c2;
-        damping[1] += c2;
-        damping[2] += c2 * (r[0] * r[0] + r[1] * r[1]);
+        let s = law_force(law, [base(i), b], [base_v(i), vpoint]);
+        dissipation += s.power;
+        bf[i][0] += s.force[0];
+        bf[i][1] += s.force[1];
+        load[0] -= s.elastic[0];
+        load[1] -= s.elastic[1];
+        load[2] -= r[0] * s.elastic[1] - r[1] * s.elastic[0];
+        // The damper on the body: c·w·(e·u_i − w·v_b), w = (e, r × e).
+        let c = law[2];
+        let w = [s.e[0], s.e[1], r[0] * s.e[1] - r[1] * s.e[0]];
+        let cw = [c * w[0], c * w[1], c * w[2]];
+        dampers[0] = cw[0].mul_add::<F>(w[0], dampers[0]);
+        dampers[1] = cw[1].mul_add::<F>(w[1], dampers[1]);
+        dampers[2] = cw[2].mul_add::<F>(w[2], dampers[2]);
+        dampers[3] = cw[0].mul_add::<F>(w[1], dampers[3]);
+        dampers[4] = cw[0].mul_add::<F>(w[2], dampers[4]);
+        dampers[5] = cw[1].mul_add::<F>(w[2], dampers[5]);
+        let g = &mut body_pull[i];
+        for k in 0..3 {
+            g[k] = cw[k].mul_add::<F>(s.e[0], g[k]);
+            g[3 + k] = cw[k].mul_add::<F>(s.e[1], g[3 + k]);
+        }
     };
     // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
     to_body(alpha, 0, 0, base_force);
     let mut between_legs = L::zero();
     for i in 1..n {
-        let (f, w) = law_force(alpha, [base(i), base(i - 1)], [base_v(i), base_v(i - 1)]);
-        between_legs += w;
-        base_force[i][0] += f[0];
-        base_force[i][1] += f[1];
-        base_force[i - 1][0] -= f[0];
-        base_force[i - 1][1] -= f[1];
+        let s = law_force(alpha, [base(i), base(i - 1)], [base_v(i), base_v(i - 1)]);
+        between_legs += s.power;
+        base_force[i][0] += s.force[0];
+        base_force[i][1] += s.force[1];
+        base_force[i - 1][0] -= s.force[0];
+        base_force[i - 1][1] -= s.force[1];
     }
     to_body(alpha, n - 1, n + 1, base_force);
     for i in 0..n {
@@ -518,13 +557,10 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
         bf[0] = m.d.base_damping_explicit.mul_add::<F>(u[0], bf[0]);
         bf[1] = m.d.base_damping_explicit.mul_add::<F>(u[1], bf[1]);
     }
-    for k in 0..3 {
-        load[k] = damping[k].mul_add::<F>(vb[k], load[k]);
-    }
     BodyLoad {
         load,
         sin_cos: sc,
-        damping,
+        dampers,
         dissipation,
     }
 }
@@ -1182,7 +1218,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     }
     let mut base_force = std::mem::take(&mut s.base_force);
     let body = if m.coupling_law {
-        spring_loads_law::<W, F, NN>(m, (&st.q, &st.v), &mut base_force)
+        spring_loads_law::<W, F, NN>(m, (&st.q, &st.v), &mut base_force, &mut s.body_pull)
     } else {
         spring_loads::<W, F, NN>(m, &st.q, &mut base_force)
     };
@@ -1199,7 +1235,7 @@ pub fn step<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
         work_axo += couple;
     }
     s.base_force = base_force;
-    body_kick::<W, F>(m, st, body);
+    body_kick::<W, F>(m, st, &s.body_pull, body);
     closing_drift::<W, F>(m, st, end);
     st.work = m.d.h.mul_add::<F>(power, st.work);
     if m.couple.is_some() {
@@ -1222,15 +1258,18 @@ fn opening_drift<const W: usize, const F: bool>(m: &BlockModel<W>, st: &mut Bloc
 }
 
 /// Stage `body_kick`: the body's load (the springs' and the contact of P_1, P_2 with
-/// the terrain) explicit, its damping implicit. GPU: `kernel::body_kick`.
+/// the terrain) explicit, its damping implicit; with the coupling's law also the
+/// dampers of its springs, pulling towards the bases' new velocities. GPU:
+/// `kernel::body_kick`.
 #[inline(always)]
 fn body_kick<const W: usize, const F: bool>(
     m: &BlockModel<W>,
     st: &mut BlockState<W>,
+    body_pull: &[[L<W>; 6]],
     BodyLoad {
         mut load,
         sin_cos: sc,
-        damping,
+        dampers,
         ..
     }: BodyLoad<W>,
 ) {
@@ -1259,19 +1298,58 @@ fn body_kick<const W: usize, const F: bool>(
     let (mass, h) = (m.p.body_mass, m.d.h);
     let v = &mut st.v;
     if m.coupling_law {
-        // The coupling's dampers: D_b implicit (their explicit share is in the load).
-        let zeta = [m.p.zeta, m.p.zeta, m.d.zeta_l2].map(|z| z * h);
-        let inertia = [mass, mass, m.d.inertia];
-        let force = [mass * m.p.g + load[0], load[1], load[2]];
-        for k in 0..3 {
-            v[o + k] =
-                (inertia[k] * v[o + k] + h * force[k]) / (inertia[k] + zeta[k] + h * damping[k]);
-        }
+        body_kick_law::<W, F>(m, st, body_pull, dampers, load);
         return;
     }
     v[o] = (mass * v[o] + h * (mass * m.p.g + load[0])) / (mass + h * m.p.zeta);
     v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.p.zeta);
     v[o + 2] = (m.d.inertia * v[o + 2] + h * load[2]) / (m.d.inertia + h * m.d.zeta_l2);
+}
+
+/// The body kick under the coupling's law: (M_b + hZ + hA)·v_b⁺ = M_b·v_b + h(F +
+/// Σ G_i·u_i⁺), with M_b = diag(m, m, I_b), Z its viscous damping, A and G_i from
+/// [`spring_loads_law`] and u_i⁺ the bases' velocities after the legs' kicks: the
+/// dampers at the body implicit in its own velocity (Gauss–Seidel after the legs), so a
+/// body that moves with its bases feels none of them. The 3×3 system by symmetric
+/// elimination, which gives a lane whose dampers are zero the bits of the linear
+/// coupling's kick (its zeros add and multiply exactly).
+#[inline(always)]
+fn body_kick_law<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    body_pull: &[[L<W>; 6]],
+    a: [L<W>; 6],
+    load: [L<W>; 3],
+) {
+    let (l, h) = (4 * m.n_nodes, m.d.h);
+    let o = m.n_legs * l;
+    let v = &mut st.v;
+    let (mass, inertia) = (m.p.body_mass, m.d.inertia);
+    let mut pull = [L::zero(); 3];
+    for (i, g) in body_pull.iter().enumerate() {
+        let u = [v[i * l], v[i * l + 2 * m.n_nodes]];
+        for k in 0..3 {
+            pull[k] = g[k].mul_add::<F>(u[0], pull[k]);
+            pull[k] = g[3 + k].mul_add::<F>(u[1], pull[k]);
+        }
+    }
+    // The linear kick's right-hand sides and diagonal, then the dampers'.
+    let r0 = mass * v[o] + h * (mass * m.p.g + load[0]) + h * pull[0];
+    let r1 = mass * v[o + 1] + h * load[1] + h * pull[1];
+    let r2 = inertia * v[o + 2] + h * load[2] + h * pull[2];
+    let xx = mass + h * m.p.zeta + h * a[0];
+    let yy = mass + h * m.p.zeta + h * a[1];
+    let tt = inertia + h * m.d.zeta_l2 + h * a[2];
+    let [xy, xt, yt] = [h * a[3], h * a[4], h * a[5]];
+    let [l10, l20] = [xy / xx, xt / xx];
+    let (yy1, yt1, tt1) = (yy - l10 * xy, yt - l20 * xy, tt - l20 * xt);
+    let (r1, r2) = (r1 - l10 * r0, r2 - l20 * r0);
+    let l21 = yt1 / yy1;
+    let t = (r2 - l21 * r1) / (tt1 - l21 * yt1);
+    let y = (r1 - yt1 * t) / yy1;
+    v[o] = (r0 - xy * y - xt * t) / xx;
+    v[o + 1] = y;
+    v[o + 2] = t;
 }
 
 /// Stage `closing_drift`: q += h/2·v, twice where the next step follows at once
