@@ -607,7 +607,7 @@ impl Verified {
         let rows = metachron::sweep::facet::averaged_on_purpose(
             rows,
             &self.spec,
-            [x.as_str(), y.as_str()],
+            &[x.as_str(), y.as_str()],
             &averaged,
         )
         .map_err(|e| ParameterError::new_err(message(&e)))?;

@@ -84,6 +84,16 @@ impl Rows {
         self.len() == 0
     }
 
+    /// Row `row` of column `name` as `{}` prints it (as [`Rows::distinct`] lists it);
+    /// empty where there is no such column.
+    pub fn text_at(&self, name: &str, row: usize) -> String {
+        match self.column(name) {
+            Some(Column::Num(v)) => v[row].to_string(),
+            Some(Column::Text(v)) => v[row].clone(),
+            None => String::new(),
+        }
+    }
+
     /// The distinct values of column `name`, sorted (numbers by value, as `{}` prints
     /// them); empty when there is no such column.
     pub fn distinct(&self, name: &str) -> Vec<String> {

@@ -33,7 +33,8 @@ pub enum FacetError {
 #[error(
     "the sweep's axis `{name}` takes {count} values in the drawn rows ({listed}), which \
      would share each cell of the {x} x {y} map: add `--where {name}={first}` to draw one \
-     of them, or `--average {name}` to average over it on purpose"
+     of them, `--facet {name}` for one panel per value, or `--average {name}` to average \
+     over it on purpose"
 )]
 pub struct MixedAxis {
     pub name: String,
@@ -102,12 +103,13 @@ pub fn in_title(ds: &mut Rows, note: &str) {
 }
 
 /// Refuse to mix values of a swept parameter in one cell unless asked: every axis of
-/// the sweep that varies in `ds` is drawn (`shown`) or in `averaged` (then named in the
-/// title). An `averaged` name that is no axis of the sweep is refused too.
+/// the sweep that varies in `ds` is drawn (`shown`: x, y, then any facets) or in
+/// `averaged` (then named in the title). An `averaged` name that is no axis of the
+/// sweep is refused too.
 pub fn averaged_on_purpose(
     mut ds: Rows,
     sweep: &SweepSpec,
-    shown: [&str; 2],
+    shown: &[&str],
     averaged: &[String],
 ) -> Result<Rows, FacetError> {
     let axes: Vec<String> = sweep.axes.iter().map(|ax| ax.param.clone()).collect();
@@ -129,8 +131,8 @@ pub fn averaged_on_purpose(
         return Err(FacetError::Mixed(Box::new(MixedAxis {
             count: values.len(),
             listed,
-            x: shown[0].into(),
-            y: shown[1].into(),
+            x: shown.first().copied().unwrap_or_default().into(),
+            y: shown.get(1).copied().unwrap_or_default().into(),
             first: values[0].clone(),
             name,
         })));

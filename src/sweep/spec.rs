@@ -29,6 +29,7 @@
 //! to get a joint Latin hypercube design). Axes sharing a `group` name are zipped;
 //! groups combine as a product.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::dataset::rows::Rows;
@@ -304,30 +305,34 @@ impl SweepSpec {
         self.shape().point_count()
     }
 
-    /// The axis sweeping `param`, if any.
-    /// The axes that take more than one value among `rows` and are neither in `shown`
-    /// (drawn, a facet, or averaged on purpose) nor zipped with one that is (a zipped
-    /// axis follows its group's index), with their values: what a picture over `shown`
-    /// would mix in one cell.
+    /// The axes that take more than one value among rows that agree on every parameter
+    /// of `shown` (drawn, a facet, or averaged on purpose), with their values among
+    /// `rows`: what a picture over `shown` would mix in one cell. An axis zipped with a
+    /// shown one mixes nothing where the shown one's values tell the group's
+    /// combinations apart (k_p with its zipped omega), and is named where they do not
+    /// (a cubic term that is 0 for two laws of a group).
     pub fn hidden_axes(&self, rows: &Rows, shown: &[&str]) -> Vec<(String, Vec<String>)> {
-        let is_shown = |i: usize| shown.contains(&self.axes[i].param.as_str());
-        let mate_shown = |i: usize| {
-            self.groups
-                .iter()
-                .any(|g| g.contains(&i) && g.iter().any(|&k| is_shown(k)))
-        };
-        (0..self.axes.len())
-            .filter(|&i| !is_shown(i) && !mate_shown(i))
-            .map(|i| {
-                (
-                    self.axes[i].param.clone(),
-                    rows.distinct(&self.axes[i].param),
-                )
+        let cells: Vec<String> = (0..rows.len())
+            .map(|r| {
+                let key: Vec<String> = shown.iter().map(|s| rows.text_at(s, r)).collect();
+                key.join("\u{1f}")
             })
-            .filter(|(_, values)| values.len() > 1)
+            .collect();
+        let mixes = |param: &str| {
+            let mut seen: HashMap<&str, String> = HashMap::new();
+            (0..rows.len()).any(|r| {
+                let v = rows.text_at(param, r);
+                seen.entry(cells[r].as_str()).or_insert_with(|| v.clone()) != &v
+            })
+        };
+        self.axes
+            .iter()
+            .filter(|ax| !shown.contains(&ax.param.as_str()) && mixes(&ax.param))
+            .map(|ax| (ax.param.clone(), rows.distinct(&ax.param)))
             .collect()
     }
 
+    /// The axis sweeping `param`, if any.
     pub fn axis(&self, param: &str) -> Option<&Axis> {
         self.axes.iter().find(|a| a.param == param)
     }

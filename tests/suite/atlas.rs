@@ -814,6 +814,18 @@ values = [1.0, 2.0, 3.0]
         said.contains(": 24 rows from") && said.contains("6 runs per cell"),
         "{said}"
     );
+    // One panel per value of omega: every row, each panel's cells those of its
+    // `--where` map (2 runs each), in one picture three panels wide.
+    let (code, said, err) = map(&["--facet", "omega"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        said.contains("in 3 panels (omega = 1; omega = 2; omega = 3): 24 rows from")
+            && said.contains("into 12 cells (12 filled, 2 runs per cell)"),
+        "{said}"
+    );
+    let png = std::fs::read(dir.join("m.png")).unwrap();
+    let size = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((size(16), size(20)), (3 * 460 + 190, 80 + 400));
     let (code, _, err) = map(&["--average", "omgea"]);
     assert_eq!(code, 2);
     assert!(
@@ -866,4 +878,85 @@ values = [1.0, 2.0, 3.0]
     let (code, said, _) = common::bin::run(&["summarize", out.to_str().unwrap(), "--limit", "3"]);
     assert_eq!(code, 0);
     assert!(said.contains("… 9 more rows"), "{said}");
+}
+
+/// A zipped group whose members repeat values (three coupling laws: linear, damped,
+/// stiffening) is told apart only by all its members: a facet, axis or `--where` on one
+/// of them leaves two laws in a cell, and the other member is named; faceting by both
+/// draws one panel per law.
+#[test]
+fn a_zipped_axis_that_does_not_tell_its_group_apart_is_named() {
+    let dir = scratch("map-zipped-law");
+    let file = dir.join("laws.toml");
+    std::fs::write(
+        &file,
+        r#"name = "laws"
+[base]
+n_legs = 3
+n_nodes = 3
+t_final = 0.2
+[[axes]]
+param = "alpha"
+values = [100.0, 300.0]
+[[axes]]
+param = "k_p"
+values = [5.0, 20.0]
+[[axes]]
+param = "alpha_damping"
+values = [0.0, 2.0, 0.0]
+group = "law"
+[[axes]]
+param = "alpha_cubic"
+values = [0.0, 0.0, 5.0e4]
+group = "law"
+"#,
+    )
+    .unwrap();
+    let out = dir.join("ds");
+    let (code, _, err) = common::bin::run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let png = dir.join("m.png");
+    let map = |extra: &[&str]| {
+        let mut args = vec![
+            "map",
+            out.to_str().unwrap(),
+            "--x",
+            "alpha",
+            "--y",
+            "k_p",
+            "--metric",
+            "displacement",
+            "--out",
+            png.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        common::bin::run(&args)
+    };
+    for (extra, named) in [
+        (
+            vec!["--facet", "alpha_damping"],
+            "alpha_cubic` takes 2 values in the drawn rows (0, 50000)",
+        ),
+        (
+            vec!["--where", "alpha_cubic=0"],
+            "alpha_damping` takes 2 values in the drawn rows (0, 2)",
+        ),
+    ] {
+        let (code, _, err) = map(&extra);
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(err.contains(named), "{extra:?}: {err}");
+    }
+    let (code, said, err) = map(&["--facet", "alpha_damping", "--facet", "alpha_cubic"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        said.contains("in 3 panels (alpha_damping = 0, alpha_cubic = 0; alpha_damping = 0, alpha_cubic = 50000; alpha_damping = 2, alpha_cubic = 0): 12 rows")
+            && said.contains("into 12 cells (12 filled, 1 run per cell)"),
+        "{said}"
+    );
 }
