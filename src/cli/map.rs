@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use metachron::dataset::{Dataset, VerifyOptions};
-use metachron::output::map::{draw_map_with, MapOptions, MapRequest, MAX_BINS};
+use metachron::output::map::{draw_map_with, draw_panels, MapOptions, MapRequest, MAX_BINS};
 use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::facet::{averaged_on_purpose, facet};
 
@@ -45,6 +45,11 @@ pub struct MapArgs {
     /// sweep with more than two axes. The title names the conditions.
     #[arg(long = "where", value_name = "COLUMN=VALUE")]
     conditions: Vec<String>,
+    /// One panel per value of this parameter (repeatable: one per combination of the
+    /// values), on shared axes and one colour scale, in one picture (small multiples);
+    /// at most 24 panels.
+    #[arg(long = "facet", value_name = "PARAM")]
+    facets: Vec<String>,
     /// Average over this swept parameter on purpose (repeatable): its values share a
     /// cell, and the title says so. A swept parameter that varies in the drawn rows and
     /// is neither on an axis, fixed by `--where` nor averaged is refused by name.
@@ -95,7 +100,9 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }
     let ds = facet(ds, &a.conditions)?;
-    let ds = averaged_on_purpose(ds, &sweep, [a.x.as_str(), a.y.as_str()], &a.averaged)?;
+    let mut shown = vec![a.x.as_str(), a.y.as_str()];
+    shown.extend(a.facets.iter().map(String::as_str));
+    let ds = averaged_on_purpose(ds, &sweep, &shown, &a.averaged)?;
     let req = MapRequest {
         x: a.x,
         y: a.y,
@@ -109,9 +116,17 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         range: a.range.as_deref().map(parse_range).transpose()?,
         bins: a.bins,
     };
-    let s = draw_map_with(&ds, &req, &opts, &a.out)?;
+    let (s, panels) = if a.facets.is_empty() {
+        (draw_map_with(&ds, &req, &opts, &a.out)?, Vec::new())
+    } else {
+        draw_panels(&ds, &req, &opts, &a.facets, &a.out)?
+    };
+    let panels = match panels.len() {
+        0 => String::new(),
+        n => format!(" in {n} panels ({})", panels.join("; ")),
+    };
     println!(
-        "map of {} over {} x {}: {} rows from {} files into {} cells ({} filled, {} runs per cell{}){}{} -> {}",
+        "map of {} over {} x {}{panels}: {} rows from {} files into {} cells ({} filled, {} per cell{}){}{} -> {}",
         req.metric,
         req.x,
         req.y,
@@ -119,10 +134,10 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         ds.files,
         s.cells,
         s.filled_cells,
-        if s.runs_per_cell.0 == s.runs_per_cell.1 {
-            s.runs_per_cell.0.to_string()
-        } else {
-            format!("{}-{}", s.runs_per_cell.0, s.runs_per_cell.1)
+        match s.runs_per_cell {
+            (1, 1) => "1 run".to_string(),
+            (a, b) if a == b => format!("{a} runs"),
+            (a, b) => format!("{a}-{b} runs"),
         },
         if s.wide_cells > 0 {
             format!(", {} with a wide interval", s.wide_cells)

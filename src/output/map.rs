@@ -19,6 +19,9 @@ use crate::metrics::{Class, WaveSense};
 use crate::sweep::summary::{wilson, Z95};
 use crate::vocabulary::metric;
 
+mod panels;
+pub use panels::{draw_panels, MAX_PANELS};
+
 /// What to draw.
 #[derive(Debug, Clone)]
 pub struct MapRequest {
@@ -764,6 +767,26 @@ where
     root.present().map_err(e)
 }
 
+/// A picture the map writer draws on either backend (PNG or SVG) at its own size.
+trait Drawing {
+    fn size(&self) -> (u32, u32);
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static;
+}
+
+impl Drawing for Picture<'_> {
+    fn size(&self) -> (u32, u32) {
+        SIZE
+    }
+    fn draw_on<DB: DrawingBackend>(&self, root: DrawingArea<DB, Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        render(root, self)
+    }
+}
+
 /// The title, each line in the largest size up to 24 px that fits the width; returns
 /// the area below it.
 fn draw_title<DB: DrawingBackend>(
@@ -1006,8 +1029,9 @@ pub fn check_out(out: &Path) -> Result<(), OutputError> {
 
 /// Draw the image in memory and write it through [`crate::output_file`], so that a
 /// failed drawing or write leaves no file under `out`.
-fn write_image(out: &Path, picture: &Picture) -> Result<(), OutputError> {
+fn write_image(out: &Path, picture: &impl Drawing) -> Result<(), OutputError> {
     check_out(out)?;
+    let size = picture.size();
     let svg = out
         .extension()
         .is_some_and(|x| x.eq_ignore_ascii_case("svg"));
@@ -1017,20 +1041,16 @@ fn write_image(out: &Path, picture: &Picture) -> Result<(), OutputError> {
     crate::output::plots::ensure_font();
     let bytes = if svg {
         let mut text = String::new();
-        render(
-            SVGBackend::with_string(&mut text, SIZE).into_drawing_area(),
-            picture,
-        )
-        .map_err(|m| err(out, m))?;
+        picture
+            .draw_on(SVGBackend::with_string(&mut text, size).into_drawing_area())
+            .map_err(|m| err(out, m))?;
         text.into_bytes()
     } else {
-        let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
-        render(
-            BitMapBackend::with_buffer(&mut rgb, SIZE).into_drawing_area(),
-            picture,
-        )
-        .map_err(|m| err(out, m))?;
-        crate::output::plots::png_bytes(&rgb, SIZE).map_err(|e| err(out, e.to_string()))?
+        let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+        picture
+            .draw_on(BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area())
+            .map_err(|m| err(out, m))?;
+        crate::output::plots::png_bytes(&rgb, size).map_err(|e| err(out, e.to_string()))?
     };
     crate::output_file::write_bytes(out, &bytes)
 }
