@@ -488,6 +488,7 @@ fn law_force<const W: usize>(
 /// dampers of its springs implicitly in its own velocity against the bases' new ones
 /// (the matrix A here, each base's pull G_i into `body_pull`), and only their elastic
 /// part explicitly.
+#[inline(always)]
 fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     (q, v): (&[L<W>], &[L<W>]),
@@ -505,39 +506,29 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     let base_v = |i: usize| [v[i * l], v[i * l + 2 * nn]];
     let alpha = [m.p.alpha, m.p.alpha_cubic, m.p.alpha_damping, m.p.l_alpha];
     let beta = [m.p.beta, m.p.beta_cubic, m.p.beta_damping, m.p.l_beta];
-    let (mut load, mut dampers, mut dissipation) = ([L::zero(); 3], [L::zero(); 6], L::zero());
+    let mut acc = BodyLoad {
+        load: [L::zero(); 3],
+        sin_cos: sc,
+        dampers: [L::zero(); 6],
+        dissipation: L::zero(),
+    };
     base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
     body_pull.iter_mut().for_each(|g| *g = [L::zero(); 6]);
-    // A spring (law `law`) from base `i` to body point `j`.
-    let mut to_body = |law: [L<W>; 4], i: usize, j: usize, bf: &mut [[L<W>; 2]]| {
-        let b = world(body, sc, *m.b_points[j]);
-        let r = [b[0] - body[0], b[1] - body[1]];
-        let vpoint = [vb[0] - vb[2] * r[1], vb[1] + vb[2] * r[0]];
-        let s = law_force(law, [base(i), b], [base_v(i), vpoint]);
-        dissipation += s.power;
-        bf[i][0] += s.force[0];
-        bf[i][1] += s.force[1];
-        load[0] -= s.elastic[0];
-        load[1] -= s.elastic[1];
-        load[2] -= r[0] * s.elastic[1] - r[1] * s.elastic[0];
-        // The damper on the body: c·w·(e·u_i − w·v_b), w = (e, r × e).
-        let c = law[2];
-        let w = [s.e[0], s.e[1], r[0] * s.e[1] - r[1] * s.e[0]];
-        let cw = [c * w[0], c * w[1], c * w[2]];
-        dampers[0] = cw[0].mul_add::<F>(w[0], dampers[0]);
-        dampers[1] = cw[1].mul_add::<F>(w[1], dampers[1]);
-        dampers[2] = cw[2].mul_add::<F>(w[2], dampers[2]);
-        dampers[3] = cw[0].mul_add::<F>(w[1], dampers[3]);
-        dampers[4] = cw[0].mul_add::<F>(w[2], dampers[4]);
-        dampers[5] = cw[1].mul_add::<F>(w[2], dampers[5]);
-        let g = &mut body_pull[i];
-        for k in 0..3 {
-            g[k] = cw[k].mul_add::<F>(s.e[0], g[k]);
-            g[3 + k] = cw[k].mul_add::<F>(s.e[1], g[3 + k]);
-        }
+    let ends = |i: usize, j: usize| BodyEnd {
+        base: base(i),
+        base_v: base_v(i),
+        point: world(body, sc, *m.b_points[j]),
+        body,
+        body_v: vb,
     };
     // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
-    to_body(alpha, 0, 0, base_force);
+    to_body_law::<W, F>(
+        alpha,
+        ends(0, 0),
+        &mut base_force[0],
+        &mut body_pull[0],
+        &mut acc,
+    );
     let mut between_legs = L::zero();
     for i in 1..n {
         let s = law_force(alpha, [base(i), base(i - 1)], [base_v(i), base_v(i - 1)]);
@@ -547,21 +538,75 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
         base_force[i - 1][0] -= s.force[0];
         base_force[i - 1][1] -= s.force[1];
     }
-    to_body(alpha, n - 1, n + 1, base_force);
+    let last = n - 1;
+    to_body_law::<W, F>(
+        alpha,
+        ends(last, n + 1),
+        &mut base_force[last],
+        &mut body_pull[last],
+        &mut acc,
+    );
     for i in 0..n {
-        to_body(beta, i, i + 1, base_force);
+        to_body_law::<W, F>(
+            beta,
+            ends(i, i + 1),
+            &mut base_force[i],
+            &mut body_pull[i],
+            &mut acc,
+        );
     }
-    dissipation += between_legs;
+    acc.dissipation += between_legs;
     for (i, bf) in base_force.iter_mut().enumerate() {
         let u = base_v(i);
         bf[0] = m.d.base_damping_explicit.mul_add::<F>(u[0], bf[0]);
         bf[1] = m.d.base_damping_explicit.mul_add::<F>(u[1], bf[1]);
     }
-    BodyLoad {
-        load,
-        sin_cos: sc,
-        dampers,
-        dissipation,
+    acc
+}
+
+/// The two ends of a spring from a leg base to a body point, with their velocities.
+struct BodyEnd<const W: usize> {
+    base: [L<W>; 2],
+    base_v: [L<W>; 2],
+    point: [L<W>; 2],
+    body: [L<W>; 3],
+    body_v: [L<W>; 3],
+}
+
+/// A spring under the law `law` from a leg base to a body point: its whole force on
+/// the base (`bf`), its elastic reaction on the body and its damper's share of A, of
+/// the base's pull G_i (`g`) and of the dissipated power (into `acc`).
+#[inline(always)]
+fn to_body_law<const W: usize, const F: bool>(
+    law: [L<W>; 4],
+    e: BodyEnd<W>,
+    bf: &mut [L<W>; 2],
+    g: &mut [L<W>; 6],
+    acc: &mut BodyLoad<W>,
+) {
+    let (b, body, vb) = (e.point, e.body, e.body_v);
+    let r = [b[0] - body[0], b[1] - body[1]];
+    let vpoint = [vb[0] - vb[2] * r[1], vb[1] + vb[2] * r[0]];
+    let s = law_force(law, [e.base, b], [e.base_v, vpoint]);
+    acc.dissipation += s.power;
+    bf[0] += s.force[0];
+    bf[1] += s.force[1];
+    acc.load[0] -= s.elastic[0];
+    acc.load[1] -= s.elastic[1];
+    acc.load[2] -= r[0] * s.elastic[1] - r[1] * s.elastic[0];
+    // The damper on the body: c·w·(e·u − w·v_b), w = (e, r × e).
+    let w = [s.e[0], s.e[1], r[0] * s.e[1] - r[1] * s.e[0]];
+    let cw = [law[2] * w[0], law[2] * w[1], law[2] * w[2]];
+    let a = &mut acc.dampers;
+    a[0] = cw[0].mul_add::<F>(w[0], a[0]);
+    a[1] = cw[1].mul_add::<F>(w[1], a[1]);
+    a[2] = cw[2].mul_add::<F>(w[2], a[2]);
+    a[3] = cw[0].mul_add::<F>(w[1], a[3]);
+    a[4] = cw[0].mul_add::<F>(w[2], a[4]);
+    a[5] = cw[1].mul_add::<F>(w[2], a[5]);
+    for k in 0..3 {
+        g[k] = cw[k].mul_add::<F>(s.e[0], g[k]);
+        g[3 + k] = cw[k].mul_add::<F>(s.e[1], g[3 + k]);
     }
 }
 
