@@ -5,11 +5,13 @@
 
 // The bases' velocities (a_1', c_1') at the step's start, beside `wg_base`; each leg's
 // share of the dampers' matrix A on the body's velocity (xx, yy, θθ, xy in `wg_damp_a`,
-// xθ, yθ in `wg_damp_b`) and, after its kick, of their pull G_i·u_i on the body.
+// xθ, yθ in `wg_damp_b`); its pull's matrix G_i by columns (`wg_pull`, `wg_pull_y`), and
+// after its kick the pull G_i·u_i itself (in `wg_pull`).
 var<workgroup> wg_base_v: array<vec2<real>, WORKGROUP_SIZE>;
 var<workgroup> wg_damp_a: array<vec4<real>, WORKGROUP_SIZE>;
 var<workgroup> wg_damp_b: array<vec2<real>, WORKGROUP_SIZE>;
 var<workgroup> wg_pull: array<vec4<real>, WORKGROUP_SIZE>;
+var<workgroup> wg_pull_y: array<vec4<real>, WORKGROUP_SIZE>;
 
 // One spring under the coupling's law, seen from its end p (CPU: `LawForce`).
 struct LawSpring {
@@ -75,55 +77,42 @@ struct LawShare {
 fn leg_springs_law(ri: u32, leg: u32, lid: u32, body: vec3<real>, vb: vec3<real>, sc: vec2<real>) -> LawShare {
     let alpha = vec4<real>(instances[ri].alpha, instances[ri].alpha_cubic, instances[ri].alpha_damping, instances[ri].l_alpha);
     let beta = vec4<real>(instances[ri].beta, instances[ri].beta_cubic, instances[ri].beta_damping, instances[ri].l_beta);
-    let zero2 = vec2<real>(0.0, 0.0);
-    let zero = LawSpring(zero2, zero2, zero2, 0.0);
+    let zero = vec2<real>(0.0, 0.0);
     let p = wg_base[lid];
     let u = wg_base_v[lid];
     let is_first = leg == 0u;
     let is_last = leg + 1u == N_LEGS;
+    // Every spring computed, the ones this leg does not have masked out (no branches,
+    // no local variables: the end legs' neighbours index this leg itself).
     let b_first = world(body, sc, vec2<real>(instances[ri].b_first_x, instances[ri].b_first_y));
-    var f_first = zero;
-    if is_first {
-        f_first = law_force(alpha, p, b_first, u, point_velocity(body, vb, b_first));
-    }
-    var f_prev = zero;
-    if leg > 0u {
-        f_prev = law_force(alpha, p, wg_base[lid - 1u], u, wg_base_v[lid - 1u]);
-    }
-    var f_next = zero;
-    if !is_last {
-        f_next = law_force(alpha, wg_base[lid + 1u], p, wg_base_v[lid + 1u], u);
-    }
+    let s_first = law_force(alpha, p, b_first, u, point_velocity(body, vb, b_first));
+    let ip = select(lid, lid - 1u, leg > 0u);
+    let s_prev = law_force(alpha, p, wg_base[ip], u, wg_base_v[ip]);
+    let inx = select(lid, lid + 1u, !is_last);
+    let s_next = law_force(alpha, wg_base[inx], p, wg_base_v[inx], u);
     let b_last = world(body, sc, vec2<real>(instances[ri].b_last_x, instances[ri].b_last_y));
-    var f_last = zero;
-    if is_last {
-        f_last = law_force(alpha, p, b_last, u, point_velocity(body, vb, b_last));
-    }
+    let s_last = law_force(alpha, p, b_last, u, point_velocity(body, vb, b_last));
     let lp = legs[ri * N_LEGS + leg];
     let b = world(body, sc, vec2<real>(lp.b_point_x, lp.b_point_y));
-    let f_beta = law_force(beta, p, b, u, point_velocity(body, vb, b));
-    let base = f_first.force + f_prev.force - f_next.force + f_last.force + f_beta.force
+    let s_beta = law_force(beta, p, b, u, point_velocity(body, vb, b));
+    let base = select(zero, s_first.force, is_first) + select(zero, s_prev.force, leg > 0u)
+        - select(zero, s_next.force, !is_last) + select(zero, s_last.force, is_last) + s_beta.force
         + instances[ri].base_damping_explicit * u;
-    let load = body_reaction(f_first.elastic, b_first, body) + body_reaction(f_last.elastic, b_last, body)
-        + body_reaction(f_beta.elastic, b, body);
-    let d_beta = body_damper(beta.z, f_beta.e, b, body);
-    var a_lo = d_beta.a_lo;
-    var a_hi = d_beta.a_hi;
-    var pull_x = d_beta.cw * f_beta.e.x;
-    var pull_y = d_beta.cw * f_beta.e.y;
-    if is_first {
-        let d = body_damper(alpha.z, f_first.e, b_first, body);
-        a_lo += d.a_lo;
-        a_hi += d.a_hi;
-        pull_x += d.cw * f_first.e.x;
-        pull_y += d.cw * f_first.e.y;
-    }
-    if is_last {
-        let d = body_damper(alpha.z, f_last.e, b_last, body);
-        a_lo += d.a_lo;
-        a_hi += d.a_hi;
-        pull_x += d.cw * f_last.e.x;
-        pull_y += d.cw * f_last.e.y;
-    }
-    return LawShare(base, load, a_lo, a_hi, pull_x, pull_y, f_first.power + f_prev.power + f_last.power + f_beta.power);
+    let load = body_reaction(select(zero, s_first.elastic, is_first), b_first, body)
+        + body_reaction(select(zero, s_last.elastic, is_last), b_last, body)
+        + body_reaction(s_beta.elastic, b, body);
+    let d_first = body_damper(select(0.0, alpha.z, is_first), s_first.e, b_first, body);
+    let d_last = body_damper(select(0.0, alpha.z, is_last), s_last.e, b_last, body);
+    let d_beta = body_damper(beta.z, s_beta.e, b, body);
+    let power = select(0.0, s_first.power, is_first) + select(0.0, s_prev.power, leg > 0u)
+        + select(0.0, s_last.power, is_last) + s_beta.power;
+    return LawShare(
+        base,
+        load,
+        d_beta.a_lo + d_first.a_lo + d_last.a_lo,
+        d_beta.a_hi + d_first.a_hi + d_last.a_hi,
+        d_beta.cw * s_beta.e.x + d_first.cw * s_first.e.x + d_last.cw * s_last.e.x,
+        d_beta.cw * s_beta.e.y + d_first.cw * s_first.e.y + d_last.cw * s_last.e.y,
+        power,
+    );
 }

@@ -1062,10 +1062,7 @@ fn dispatch_start(c: &mut Code, k: Kernel) {
     state_load(c, k.lay);
     c.s.push_str(&tally::wgsl_load(&k.lay, k.law));
     c.line("var fb = vec2<real>(0.0, 0.0);");
-    if k.law {
-        c.line("var pull_x = vec3<real>(0.0, 0.0, 0.0);");
-        c.line("var pull_y = vec3<real>(0.0, 0.0, 0.0);");
-    }
+    if k.law {}
 }
 
 /// One step, stage by stage in the order of the CPU's `lanes::kernel::STEP_STAGES`. The
@@ -1093,7 +1090,7 @@ fn step_stages(c: &mut Code, k: Kernel) {
         // The body's dampers pull towards the bases' new velocities: every leg's share
         // into workgroup memory before the body kick.
         legs_code.line(format!(
-            "wg_pull[lid] = vec4<real>(pull_x * v_0 + pull_y * v_{}, 0.0);",
+            "wg_pull[lid] = vec4<real>(wg_pull[lid].xyz * v_0 + wg_pull_y[lid].xyz * v_{}, 0.0);",
             2 * n
         ));
         closing_drift(&mut legs_code, k.leg, k.arith, Drift::Legs);
@@ -1121,16 +1118,17 @@ fn opening_drift(c: &mut Code, arith: Arith, l: usize) {
 /// shaders/springs.wgsl) from the basal points in workgroup memory: the force on its
 /// base and its part of the body's load. CPU: `lanes::kernel::spring_loads`.
 /// `law`: the coupling's law (`leg_springs_law`, shaders/coupling.wgsl): also this
-/// leg's share of the dampers' matrix on the body and its pull (kept for after the
-/// kick), and the dissipated energy's running sum.
+/// leg's share of the dampers' matrix on the body and its pull's matrix G_i (in
+/// workgroup memory until the kick gives u_i: private memory is the scarcer), and the
+/// dissipated energy's running sum.
 fn spring_loads(c: &mut Code, law: bool) {
     c.stage("spring_loads");
     if law {
         c.line("let share = leg_springs_law(ri, leg, lid, qb, vb, sincos(qb.z));");
         c.line("wg_damp_a[lid] = share.a_lo;");
         c.line("wg_damp_b[lid] = share.a_hi;");
-        c.line("pull_x = share.pull_x;");
-        c.line("pull_y = share.pull_y;");
+        c.line("wg_pull[lid] = vec4<real>(share.pull_x, 0.0);");
+        c.line("wg_pull_y[lid] = vec4<real>(share.pull_y, 0.0);");
         c.line("t_work_coupling += h * share.dissipation;");
     } else {
         c.line("let share = leg_springs(ri, leg, lid, qb, sincos(qb.z));");
