@@ -49,6 +49,7 @@ fn wave(m: &Metrics) -> (Class, Option<i8>, Option<WaveSense>) {
 /// 20 s of CPU a run) gives the same on an alternation and on a retrograde wave, the two
 /// that a sign or threshold slip would misread.
 #[test]
+#[ignore = "long (the full suite runs it): wave starts on the reference and the cpu engine, ~15 s of one core"]
 fn reference_and_cpu_engine_classify_the_starts_by_the_definitions() {
     let cfgs: Vec<RunConfig> = expected().iter().map(|e| started_at(e.0)).collect();
     let cpu = run_batch(&cfgs, &Engine::Cpu);
