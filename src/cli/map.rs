@@ -41,8 +41,10 @@ pub struct MapArgs {
     #[arg(long, value_name = "N")]
     bins: Option<usize>,
     /// Draw only the rows where a column has this value, e.g. `--where terrain=rough
-    /// --where alpha_damping=2` (repeatable: every condition holds): one facet of a
-    /// sweep with more than two axes. The title names the conditions.
+    /// --where alpha_damping=2` (repeatable: every condition holds): one slice of a
+    /// sweep with more than two axes. A number may carry its unit (`dphi=90deg`,
+    /// `alpha=500N/m`); `LO..HI` keeps a closed range (`k_p=100..`: no upper end);
+    /// text columns (`class=metachronal`) match exactly. The title names the conditions.
     #[arg(long = "where", value_name = "COLUMN=VALUE")]
     conditions: Vec<String>,
     /// One panel per value of this parameter (repeatable: one per combination of the

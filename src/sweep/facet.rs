@@ -12,11 +12,16 @@ use crate::sweep::SweepSpec;
 pub enum FacetError {
     #[error("--where `{0}`: expected COLUMN=VALUE, e.g. terrain=rough")]
     NotAssignment(String),
-    #[error("--where `{cond}`: `{name}` is numeric; `{value}` is no number")]
+    #[error(
+        "--where `{cond}`: `{name}` is numeric; `{value}` is neither a number nor a range \
+         LO..HI (either end may be left out){units}"
+    )]
     NotNumber {
         cond: String,
         name: String,
         value: String,
+        /// The units a number may carry, in words (empty where none is known).
+        units: String,
     },
     #[error("--where `{cond}`: the dataset has no column `{name}`")]
     NoColumn { cond: String, name: String },
@@ -45,8 +50,11 @@ pub struct MixedAxis {
     pub first: String,
 }
 
-/// The rows of `ds` meeting every `COLUMN=VALUE` of `conditions` (numbers equal to 1e-12
-/// relative, text exactly), with the conditions appended to the sweep's name.
+/// The rows of `ds` meeting every `COLUMN=VALUE` of `conditions`, with the conditions
+/// appended to the sweep's name. Text (a class, a terrain) matches exactly; a number
+/// matches to 1e-12 relative, and may carry the column's unit or, for a column in
+/// radians, `deg` (`dphi=90deg`); `LO..HI` keeps the values in a closed range, either end
+/// open when left out (`k_p=100..`).
 pub fn facet(ds: Rows, conditions: &[String]) -> Result<Rows, FacetError> {
     if conditions.is_empty() {
         return Ok(ds);
@@ -59,13 +67,22 @@ pub fn facet(ds: Rows, conditions: &[String]) -> Result<Rows, FacetError> {
         let (name, value) = (name.trim(), value.trim());
         match ds.column(name) {
             Some(Column::Num(v)) => {
-                let want: f64 = value.parse().map_err(|_| FacetError::NotNumber {
+                let unit = unit_of(name);
+                let (lo, hi) = bounds(value, unit).ok_or_else(|| FacetError::NotNumber {
                     cond: cond.clone(),
                     name: name.into(),
                     value: value.into(),
+                    units: match unit {
+                        Some("rad") => "; numbers may carry `rad` or `deg`".into(),
+                        Some(u) if u != "1" && !u.is_empty() => {
+                            format!("; numbers may carry `{u}`")
+                        }
+                        _ => String::new(),
+                    },
                 })?;
+                let slack = |b: f64| 1e-12 * b.abs().max(1.0);
                 for (k, x) in keep.iter_mut().zip(v) {
-                    *k &= (x - want).abs() <= 1e-12 * want.abs().max(1.0);
+                    *k &= *x >= lo - slack(lo) && *x <= hi + slack(hi);
                 }
             }
             Some(Column::Text(v)) => {
@@ -87,6 +104,53 @@ pub fn facet(ds: Rows, conditions: &[String]) -> Result<Rows, FacetError> {
     let mut out = ds.select(&keep);
     in_title(&mut out, &conditions.join(", "));
     Ok(out)
+}
+
+/// The unit a numeric column is recorded in: a parameter's or a metric's.
+fn unit_of(name: &str) -> Option<&'static str> {
+    crate::params::SCALAR_PARAMS
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| s.unit)
+        .or_else(|| {
+            crate::metrics::METRIC_COLUMNS
+                .iter()
+                .find(|(m, _)| *m == name)
+                .map(|(_, u)| *u)
+        })
+}
+
+/// A number as `--where` writes it: plain, or followed by the column's own unit, or by
+/// `deg` for a column in radians (converted). `None` for anything else.
+fn number(text: &str, unit: Option<&str>) -> Option<f64> {
+    let t = text.trim();
+    if let Ok(x) = t.parse::<f64>() {
+        return x.is_finite().then_some(x);
+    }
+    let at = t.find(|c: char| !(c.is_ascii_digit() || "+-.eE".contains(c)))?;
+    let (digits, suffix) = t.split_at(at);
+    let x: f64 = digits.parse().ok().filter(|x: &f64| x.is_finite())?;
+    match (unit, suffix.trim()) {
+        (Some("rad"), "deg") => Some(x.to_radians()),
+        (Some(u), s) if s == u => Some(x),
+        _ => None,
+    }
+}
+
+/// The closed range a `--where` value selects: one number (both ends), or `LO..HI`
+/// with either end left out for an open one.
+fn bounds(value: &str, unit: Option<&str>) -> Option<(f64, f64)> {
+    match value.split_once("..") {
+        None => number(value, unit).map(|x| (x, x)),
+        Some((lo, hi)) => {
+            let end = |t: &str, open: f64| match t.trim() {
+                "" => Some(open),
+                t => number(t, unit),
+            };
+            let (lo, hi) = (end(lo, f64::NEG_INFINITY)?, end(hi, f64::INFINITY)?);
+            (lo <= hi).then_some((lo, hi))
+        }
+    }
 }
 
 /// Append `(note)` to the sweep's name, which heads a picture's title.
@@ -145,4 +209,30 @@ pub fn averaged_on_purpose(
         in_title(&mut ds, &format!("averaged over {}", note.join(" and ")));
     }
     Ok(ds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn where_values_take_units_and_ranges() {
+        assert_eq!(
+            number("30deg", Some("rad")),
+            Some(std::f64::consts::PI / 6.0)
+        );
+        assert_eq!(number("0.5rad", Some("rad")), Some(0.5));
+        assert_eq!(number("500N/m", Some("N/m")), Some(500.0));
+        assert_eq!(number("5e4", None), Some(5e4));
+        assert_eq!(number("30deg", Some("N/m")), None);
+        assert_eq!(number("fast", Some("rad")), None);
+        assert_eq!(bounds("100..", None), Some((100.0, f64::INFINITY)));
+        assert_eq!(bounds("..2", None), Some((f64::NEG_INFINITY, 2.0)));
+        assert_eq!(
+            bounds("0deg..90deg", Some("rad")),
+            Some((0.0, std::f64::consts::FRAC_PI_2))
+        );
+        assert_eq!(bounds("3..1", None), None);
+        assert_eq!(bounds("1..x", None), None);
+    }
 }

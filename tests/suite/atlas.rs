@@ -814,6 +814,20 @@ values = [1.0, 2.0, 3.0]
         said.contains(": 24 rows from") && said.contains("6 runs per cell"),
         "{said}"
     );
+    // A range and a number with its unit select as the plain values do; a unit the
+    // column is not in is refused, naming the one it takes.
+    let (code, said, err) = map(&["--where", "omega=2..", "--average", "omega"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        said.contains(": 16 rows from") && said.contains("4 runs per cell"),
+        "{said}"
+    );
+    let (code, said, err) = map(&["--where", "omega=2rad/s"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(said.contains(": 8 rows from"), "{said}");
+    let (code, _, err) = map(&["--where", "omega=2deg"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("numbers may carry `rad/s`"), "{err}");
     // One panel per value of omega: every row, each panel's cells those of its
     // `--where` map (2 runs each), in one picture three panels wide.
     let (code, said, err) = map(&["--facet", "omega"]);
