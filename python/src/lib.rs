@@ -271,19 +271,7 @@ impl Progress for Sender {
     }
 
     fn level_done(&mut self, l: &LevelReport) {
-        let _ = self.0.send(Event::Note(format!(
-            "level {}: {} cells split, {} combinations, {} points ({} run here){}",
-            l.level,
-            l.cells_split,
-            l.combos,
-            l.points,
-            l.points_run,
-            if l.truncated {
-                ", cut at max_points"
-            } else {
-                ""
-            }
-        )));
+        let _ = self.0.send(Event::Note(l.to_string()));
     }
 }
 

@@ -74,19 +74,7 @@ impl Progress for Bars {
     fn level_done(&mut self, l: &LevelReport) {
         self.close();
         if !self.quiet {
-            println!(
-                "level {}: {} cells split, {} combinations, {} points ({} run here){}",
-                l.level,
-                l.cells_split,
-                l.combos,
-                l.points,
-                l.points_run,
-                if l.truncated {
-                    ", cut at max_points"
-                } else {
-                    ""
-                }
-            );
+            println!("{l}");
         }
     }
 }

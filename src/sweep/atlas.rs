@@ -40,6 +40,26 @@ pub struct LevelReport {
     pub truncated: bool,
 }
 
+/// The line the command line and the Python package print when a level ends.
+impl std::fmt::Display for LevelReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "level {}: {} cells split, {} combinations, {} points ({} run here){}",
+            self.level,
+            self.cells_split,
+            self.combos,
+            self.points,
+            self.points_run,
+            if self.truncated {
+                ", cut at max_points"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// How a refined sweep ended.
 #[derive(Debug, Clone)]
 pub enum RefineOutcome {
