@@ -757,14 +757,29 @@ where
     let (main, side) = root.split_horizontally(MAIN_WIDTH);
     let main = draw_title(&main, &p.title)?;
     draw_tiles(&main, p)?;
-    match &p.bar {
-        Some((range, label)) => draw_colour_bar(&side, *range, label)?,
-        None => draw_class_legend(&side, &p.legend)?,
-    }
-    if let Some(w) = p.strike {
-        draw_strike_legend(&side, w)?;
-    }
+    draw_key(&side, &p.bar, &p.legend, p.strike)?;
     root.present().map_err(e)
+}
+
+/// Beside the map: the colour bar (or, on a class map, the class legend) and, when any
+/// cell is struck through, what that means.
+fn draw_key<DB: DrawingBackend>(
+    side: &DrawingArea<DB, Shift>,
+    bar: &Option<((f64, f64), String)>,
+    legend: &[Class],
+    strike: Option<f64>,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    match bar {
+        Some((range, label)) => draw_colour_bar(side, *range, label)?,
+        None => draw_class_legend(side, legend)?,
+    }
+    if let Some(w) = strike {
+        draw_strike_legend(side, w)?;
+    }
+    Ok(())
 }
 
 /// A picture the map writer draws on either backend (PNG or SVG) at its own size.

@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::sweep::checked;
@@ -733,6 +733,37 @@ fn format_2_rows_hold_list_columns_and_the_summary_keeps_their_types() {
     }
 }
 
+/// `metachron sweep FILE --out OUT --quiet`, which must succeed; returns OUT.
+fn swept(file: &Path, out: &Path) -> PathBuf {
+    let (code, _, err) = common::bin::run(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    out.to_path_buf()
+}
+
+/// `metachron map` of the displacement over alpha x k_p into `png`, with `extra`.
+fn displacement_map(out: &Path, png: &Path, extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "map",
+        out.to_str().unwrap(),
+        "--x",
+        "alpha",
+        "--y",
+        "k_p",
+        "--metric",
+        "displacement",
+        "--out",
+        png.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    common::bin::run(&args)
+}
+
 /// Three swept parameters, a map over two: the third is refused by name with its
 /// values, `--where` draws the rows of one value, `--average` all of them (the printed
 /// summary counts the rows and each cell's runs); a parameter zipped with an axis
@@ -768,32 +799,8 @@ values = [1.0, 2.0, 3.0]
 "#,
     )
     .unwrap();
-    let out = dir.join("ds");
-    let (code, _, err) = common::bin::run(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let map = |extra: &[&str]| {
-        let png = dir.join("m.png");
-        let mut args = vec![
-            "map",
-            out.to_str().unwrap(),
-            "--x",
-            "alpha",
-            "--y",
-            "k_p",
-            "--metric",
-            "displacement",
-            "--out",
-            png.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        common::bin::run(&args)
-    };
+    let out = swept(&file, &dir.join("ds"));
+    let map = |extra: &[&str]| displacement_map(&out, &dir.join("m.png"), extra);
     let (code, _, err) = map(&[]);
     assert_eq!(code, 2, "{err}");
     assert!(
@@ -926,32 +933,8 @@ group = "law"
 "#,
     )
     .unwrap();
-    let out = dir.join("ds");
-    let (code, _, err) = common::bin::run(&[
-        "sweep",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let png = dir.join("m.png");
-    let map = |extra: &[&str]| {
-        let mut args = vec![
-            "map",
-            out.to_str().unwrap(),
-            "--x",
-            "alpha",
-            "--y",
-            "k_p",
-            "--metric",
-            "displacement",
-            "--out",
-            png.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        common::bin::run(&args)
-    };
+    let out = swept(&file, &dir.join("ds"));
+    let map = |extra: &[&str]| displacement_map(&out, &dir.join("m.png"), extra);
     for (extra, named) in [
         (
             vec!["--facet", "alpha_damping"],

@@ -51,13 +51,7 @@ impl Drawing for Panels<'_> {
                 .map_err(|x| x.to_string())?;
             draw_tiles(&area.split_vertically(24).1, picture)?;
         }
-        match &self.bar {
-            Some((range, label)) => draw_colour_bar(&side, *range, label)?,
-            None => draw_class_legend(&side, &self.legend)?,
-        }
-        if let Some(w) = self.strike {
-            draw_strike_legend(&side, w)?;
-        }
+        draw_key(&side, &self.bar, &self.legend, self.strike)?;
         root.present().map_err(e)
     }
 }
