@@ -7,6 +7,7 @@ use common::energy::run_without_dissipation;
 use common::validation::{assert_lanes_independent, disagreements_within, point, run_engines};
 use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
+use metachron::integrate::accuracy::Tolerances;
 use metachron::integrate::dkd::DkdSettings;
 use metachron::integrate::lanes::kernel::{BlockState, Scratch};
 use metachron::integrate::lanes::model::BlockModel;
@@ -146,7 +147,15 @@ fn engines_agree_on_the_coupling_law() {
                 f.displacement, r.displacement, f.work, r.work, f.work_coupling, r.work_coupling, f.mean_lag, r.mean_lag
             );
             let label = format!("{engine} {name}");
-            bad.extend(disagreements_within(&label, f, r, 5e-3, 2e-3));
+            bad.extend(disagreements_within(
+                &label,
+                f,
+                r,
+                Tolerances {
+                    walk_rel: 5e-3,
+                    phase_abs: 2e-3,
+                },
+            ));
             let dw = (f.work_coupling - r.work_coupling).abs();
             if dw > 1e-2 * r.work_coupling.abs().max(0.1) {
                 bad.push(format!(

@@ -3,6 +3,7 @@
 
 use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{run_gpu_batch, GpuEngine};
+use metachron::integrate::accuracy::{deviations, Tolerances};
 use metachron::metrics::Metrics;
 use metachron::simulate::{PointResult, RunConfig};
 
@@ -31,98 +32,34 @@ pub fn validation_points() -> Vec<(&'static str, RunConfig)> {
     ]
 }
 
-/// Disagreements of the fixed-step metrics with the reference (empty when they agree).
-///
-/// Tolerances: DKD-dc is second order at h ≈ 0.85·2/ω_max; the integrator study measured
-/// ~1e-5 relative on the walking metrics of the paper's run. We allow 1e-3 on phase-like
-/// metrics (rad or unitless), 2e-3 relative on displacement, speed and work with a floor
-/// at robot scale (0.3 m, 0.1 m/s, 1 J: a passive robot that barely moves must not be
-/// judged relative to zero), and 0.01 on the duty factor (contact flags switch on output
-/// samples). The inextensibility error: within 5x of the reference (the 3-s points measure
-/// 0.98–1.0x with the touchdown correction, docs/integrators.md; without it a passive leg
-/// striking the ground takes the batch engines to 38x).
+/// Disagreements of the fixed-step metrics with the reference (empty when they agree),
+/// judged by the batch engines' promise (`integrate::accuracy`). The 3-s points measure
+/// the inextensibility error at 0.98–1.0× the reference's with the touchdown correction
+/// (docs/integrators.md); without it a passive leg striking the ground takes the batch
+/// engines to 38×.
 pub fn disagreements(name: &str, fast: &Metrics, reference: &Metrics) -> Vec<String> {
-    disagreements_within(name, fast, reference, 2e-3, 1e-3)
+    disagreements_within(name, fast, reference, Tolerances::default())
 }
 
-/// [`disagreements`] with `walk_rel` (instead of 2e-3) relative on displacement, speed and
-/// work and `phase_abs` (instead of 1e-3) on the phase-like metrics: for points whose
-/// metrics are sensitive beyond the scheme's error (measured across step sizes).
+/// [`disagreements`] with other tolerances on the walking and phase-like metrics: for
+/// points whose metrics are sensitive beyond the scheme's error (measured across step
+/// sizes).
 pub fn disagreements_within(
     name: &str,
     fast: &Metrics,
     reference: &Metrics,
-    walk_rel: f64,
-    phase_abs: f64,
+    tol: Tolerances,
 ) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut check = |ok: bool, what: &str, a: f64, b: f64| {
-        if !ok {
-            out.push(format!("{name}: {what} {a} vs reference {b}"));
-        }
-    };
-    let abs = |a: f64, b: f64, tol: f64| (a - b).abs() <= tol;
-    let rel = |a: f64, b: f64, tol: f64, floor: f64| (a - b).abs() <= tol * b.abs().max(floor);
-    check(fast.status == reference.status, "status", 0.0, 0.0);
-    check(fast.class == reference.class, "class", 0.0, 0.0);
-    check(
-        abs(fast.lag_order, reference.lag_order, phase_abs),
-        "lag_order",
-        fast.lag_order,
-        reference.lag_order,
-    );
-    check(
-        abs(fast.mean_lag, reference.mean_lag, phase_abs),
-        "mean_lag",
-        fast.mean_lag,
-        reference.mean_lag,
-    );
-    check(
-        abs(fast.min_plv, reference.min_plv, phase_abs),
-        "min_plv",
-        fast.min_plv,
-        reference.min_plv,
-    );
-    check(
-        abs(fast.kuramoto_r, reference.kuramoto_r, phase_abs),
-        "kuramoto_r",
-        fast.kuramoto_r,
-        reference.kuramoto_r,
-    );
-    check(
-        abs(fast.mean_frequency, reference.mean_frequency, phase_abs),
-        "mean_frequency",
-        fast.mean_frequency,
-        reference.mean_frequency,
-    );
-    check(
-        rel(fast.displacement, reference.displacement, walk_rel, 0.3),
-        "displacement",
-        fast.displacement,
-        reference.displacement,
-    );
-    check(
-        rel(fast.mean_speed, reference.mean_speed, walk_rel, 0.1),
-        "mean_speed",
-        fast.mean_speed,
-        reference.mean_speed,
-    );
-    check(
-        rel(fast.work, reference.work, walk_rel, 1.0),
-        "work",
-        fast.work,
-        reference.work,
-    );
-    check(
-        abs(fast.duty_factor, reference.duty_factor, 0.01),
-        "duty_factor",
-        fast.duty_factor,
-        reference.duty_factor,
-    );
-    let (fi, ri) = (fast.max_inextensibility, reference.max_inextensibility);
-    let inext_ok = (0.2..=5.0).contains(&(fi / ri));
-    check(inext_ok, "max_inextensibility", fi, ri);
-    out
+    deviations(fast, reference, tol)
+        .into_iter()
+        .filter(|d| !d.within())
+        .map(|d| {
+            format!(
+                "{name}: {} {} vs reference {} ({:.2} of its tolerance)",
+                d.metric, d.fast, d.reference, d.ratio
+            )
+        })
+        .collect()
 }
 
 /// The points run on the reference and on each batch engine: the cpu always, the gpu
