@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use crate::batch::{run_batch, Engine};
 use crate::cpu_engine::run_batch_on;
+use crate::error::SolverError;
 use crate::gpu::{self, GpuContext, GpuEngine, GpuOptions, Precision, PrecisionChoice};
 use crate::integrate::lanes::Isa;
 use crate::params::Params;
-use crate::simulate::RunConfig;
+use crate::simulate::{PointResult, RunConfig};
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -49,6 +50,10 @@ pub struct BenchRow {
     pub robot_s_per_s: f64,
     /// SIMD instruction set and lanes of the CPU engine ("" elsewhere).
     pub simd: String,
+    /// Steps per simulated second of one robot, mean over the batch: the fixed step's
+    /// count on the batch engines (the cpu and gpu engines take the same steps), the
+    /// accepted steps on the reference.
+    pub steps_per_robot_s: f64,
 }
 
 /// A part of the plan that could not run (no adapter, a shape the device refuses…).
@@ -119,24 +124,33 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
         on_row(&row);
         rows.push(row);
     };
-    let row = |engine: &str, adapter: &str, precision: &str, threads, batch, wall: f64| BenchRow {
-        engine: engine.into(),
-        adapter: adapter.into(),
-        precision: precision.into(),
-        threads,
-        batch,
-        t_final: t,
-        wall_s: wall,
-        robot_s_per_s: batch as f64 * t / wall,
-        simd: String::new(),
-    };
+    let row =
+        |engine: &str, adapter: &str, precision: &str, threads, batch, wall: f64, steps| BenchRow {
+            engine: engine.into(),
+            adapter: adapter.into(),
+            precision: precision.into(),
+            threads,
+            batch,
+            t_final: t,
+            wall_s: wall,
+            robot_s_per_s: batch as f64 * t / wall,
+            simd: String::new(),
+            steps_per_robot_s: steps,
+        };
     if plan.reference {
         let tr = plan.reference_t_final;
         let cfgs = workload(&plan.robot, 1, tr);
-        let wall = timed(|| {
-            run_batch(&cfgs, &Engine::Reference);
-        });
-        let mut r = row("reference", "", "f64", 1, 1, wall);
+        let mut results = Vec::new();
+        let wall = timed(|| results = run_batch(&cfgs, &Engine::Reference));
+        let mut r = row(
+            "reference",
+            "",
+            "f64",
+            1,
+            1,
+            wall,
+            steps_per_robot_s(&results, tr),
+        );
         r.t_final = tr;
         r.robot_s_per_s = tr / wall;
         record(r, &mut rows);
@@ -157,12 +171,10 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                 pool.install(|| run_batch_on(isa, &workload(&plan.robot, 2, 0.01))); // warm-up
                 for &n in &plan.batches {
                     let cfgs = workload(&plan.robot, n, t);
-                    let wall = pool.install(|| {
-                        timed(|| {
-                            run_batch_on(isa, &cfgs);
-                        })
-                    });
-                    let mut r = row("cpu", "", "f64", threads, n, wall);
+                    let mut results = Vec::new();
+                    let wall = pool.install(|| timed(|| results = run_batch_on(isa, &cfgs)));
+                    let steps = steps_per_robot_s(&results, t);
+                    let mut r = row("cpu", "", "f64", threads, n, wall, steps);
                     r.simd = simd_label(isa);
                     record(r, &mut rows);
                 }
@@ -223,27 +235,39 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                         continue;
                     }
                     let cfgs = workload(&plan.robot, n, t);
-                    let mut failure = None;
-                    let wall = timed(|| {
-                        if let Err(e) = engine.run(&cfgs) {
-                            failure = Some(e.to_string());
+                    let mut outcome = None;
+                    let wall = timed(|| outcome = Some(engine.run(&cfgs)));
+                    match outcome {
+                        Some(Ok(results)) => {
+                            let results: Vec<Result<PointResult, SolverError>> =
+                                results.into_iter().map(Ok).collect();
+                            let steps = steps_per_robot_s(&results, t);
+                            record(
+                                row("gpu", &a.name, precision.label(), 1, n, wall, steps),
+                                &mut rows,
+                            )
                         }
-                    });
-                    match failure {
-                        Some(why) => skipped.push(Skipped {
+                        Some(Err(e)) => skipped.push(Skipped {
                             what: format!("{what} batch {n}"),
-                            why,
+                            why: e.to_string(),
                         }),
-                        None => record(
-                            row("gpu", &a.name, precision.label(), 1, n, wall),
-                            &mut rows,
-                        ),
+                        None => {}
                     }
                 }
             }
         }
     }
     (rows, skipped)
+}
+
+/// Mean steps per simulated second over the runs that ran (NaN when none did).
+fn steps_per_robot_s(results: &[Result<PointResult, SolverError>], t_final: f64) -> f64 {
+    let steps: Vec<f64> = results
+        .iter()
+        .flatten()
+        .map(|r| r.stats.steps as f64)
+        .collect();
+    steps.iter().sum::<f64>() / steps.len() as f64 / t_final
 }
 
 fn timed(f: impl FnOnce()) -> f64 {

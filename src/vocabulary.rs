@@ -149,6 +149,7 @@ columns! {
     WALL_S = "wall_s": Float, "s", None, "wall time of the run";
     ROBOT_S_PER_S = "robot_s_per_s": Float, "robot-s/s", None, "robot-seconds simulated per wall-second";
     SIMD = "simd": Text, "", Key, "the cpu kernel's instruction set and lanes";
+    STEPS_PER_ROBOT_S = "steps_per_robot_s": Float, "1/s", None, "integration steps per simulated second of one robot (accepted steps on the adaptive reference), mean over the batch";
 }
 
 /// The per-leg column `PREFIX_i` of a time series (legs counted from 1).

@@ -158,19 +158,22 @@ fn print_table(rows: &[BenchRow]) {
         .iter()
         .find(|r| r.engine == "reference")
         .map(|r| r.robot_s_per_s);
-    println!("| engine | variant | threads | batch | wall (s) | robot-s/s | × reference |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| engine | variant | threads | batch | wall (s) | robot-s/s | × reference | steps per robot-s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for r in rows {
         let ratio = reference.map_or("–".to_string(), |x| format!("{:.0}", r.robot_s_per_s / x));
         println!(
-            "| {} | {} | {} | {} | {:.2} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {:.2} | {:.2} | {} | {:.0} |",
             r.engine,
             label(r),
             r.threads,
             r.batch,
             r.wall_s,
             r.robot_s_per_s,
-            ratio
+            ratio,
+            r.steps_per_robot_s
         );
     }
 }

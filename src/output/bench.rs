@@ -39,6 +39,11 @@ pub fn write_bench(
         rows.iter().map(|r| r.robot_s_per_s).collect(),
     );
     t.string(voc::SIMD, col(|r| r.simd.clone()));
+    t.f64(
+        voc::STEPS_PER_ROBOT_S,
+        "1/s",
+        rows.iter().map(|r| r.steps_per_robot_s).collect(),
+    );
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
