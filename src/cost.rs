@@ -210,9 +210,11 @@ impl Estimator {
     }
 }
 
-/// Seconds as people read them: 42 s, 3.5 min, 2.1 h, 3.0 d.
+/// Seconds as people read them: 4.2 s, 42 s, 3.5 min, 2.1 h, 3.0 d.
 pub fn human(seconds: f64) -> String {
-    if seconds < 120.0 {
+    if seconds < 9.95 {
+        format!("{seconds:.1} s")
+    } else if seconds < 120.0 {
         format!("{seconds:.0} s")
     } else if seconds < 7200.0 {
         format!("{:.1} min", seconds / 60.0)

@@ -37,6 +37,7 @@ pub mod cost;
 pub mod cpu_engine;
 pub mod dataset;
 pub mod gpu;
+pub mod gpu_rate;
 pub mod input_file;
 pub mod input_keys;
 pub mod integrate;

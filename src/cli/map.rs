@@ -9,7 +9,7 @@ use clap::Args;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::map::{draw_map_with, draw_panels, MapOptions, MapRequest, MAX_BINS};
 use metachron::sweep::audit::recorded_sweep;
-use metachron::sweep::facet::{averaged_on_purpose, facet};
+use metachron::sweep::facet::selected;
 
 #[derive(Args, Debug)]
 pub struct MapArgs {
@@ -101,10 +101,9 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
     if ds.files == 0 {
         bail!("{}: no *.parquet part files found", a.dir.display());
     }
-    let ds = facet(ds, &a.conditions)?;
     let mut shown = vec![a.x.as_str(), a.y.as_str()];
     shown.extend(a.facets.iter().map(String::as_str));
-    let ds = averaged_on_purpose(ds, &sweep, &shown, &a.averaged)?;
+    let ds = selected(ds, &sweep, &a.conditions, &shown, &a.averaged)?;
     let req = MapRequest {
         x: a.x,
         y: a.y,

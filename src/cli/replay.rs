@@ -1,6 +1,7 @@
 //! `metachron replay DIR --point ID`: one row of a sweep dataset run again from its own
 //! parameters and the dataset's recorded settings, writing what `simulate` writes, and
-//! its metrics set against the row's.
+//! its metrics set against the row's and held to the tolerance the row's engine and
+//! precision promise (exit status 1 outside it).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use metachron::dataset::schema::META_REPLAY_OF;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::simulate::{Backend, PointResult};
 use metachron::sweep::audit::recorded_sweep;
-use metachron::sweep::replay::{find_row, Difference, Replay, RowSelector};
+use metachron::sweep::replay::{find_row, Difference, Replay, RowSelector, Verdict};
 
 use super::simulate::{execute, plan_outputs, OutputArgs};
 
@@ -86,9 +87,14 @@ pub fn execute_replay(
     Ok((result, diffs))
 }
 
-/// Run `replay` with `outputs`, printing what `simulate` prints and how the metrics
-/// compare with the row. Returns the result and whether it equals the row bit for bit.
-pub fn run_replay(dir: &Path, replay: &Replay, outputs: OutputArgs) -> Result<(PointResult, bool)> {
+/// Run `replay` with `outputs`, printing what `simulate` prints, how each metric
+/// compares with the row's and the verdict against the row's tolerance. Returns the
+/// result and the verdict.
+pub fn run_replay(
+    dir: &Path,
+    replay: &Replay,
+    outputs: OutputArgs,
+) -> Result<(PointResult, Verdict)> {
     println!(
         "replay of point {} (combo {}, repeat {}) of sweep `{}` in {}: written by the {} \
          engine, run on {}",
@@ -103,24 +109,81 @@ pub fn run_replay(dir: &Path, replay: &Replay, outputs: OutputArgs) -> Result<(P
     for n in &replay.notes {
         println!("note: {n}");
     }
-    let (result, diffs) = execute_replay(dir, replay, outputs, true)?;
-    if diffs.is_empty() {
-        println!(
-            "against the dataset row: every metric, the status and the class are equal bit for bit"
+    let (result, _) = execute_replay(dir, replay, outputs, true)?;
+    let verdict = replay.verdict(&result.metrics);
+    print!("{}", verdict_text(&verdict));
+    Ok((result, verdict))
+}
+
+/// The comparison as printed: each metric that differs with its difference (also as a
+/// fraction of max(|row|, 1)), a differing status or class, and the verdict line.
+fn verdict_text(v: &Verdict) -> String {
+    let mut out = String::new();
+    if v.gaps.is_empty() && v.labels.is_empty() {
+        out.push_str(
+            "against the dataset row: every metric, the status and the class are equal bit for bit\n",
         );
     } else {
-        println!("against the dataset row: {} values differ", diffs.len());
-        for d in &diffs {
-            match d.relative {
-                Some(r) => println!(
-                    "  {:<20} row {} replay {} (relative {r:.1e})",
-                    d.name, d.recorded, d.replayed
-                ),
-                None => println!("  {:<20} row {} replay {}", d.name, d.recorded, d.replayed),
-            }
+        out.push_str(&format!(
+            "against the dataset row: {} values differ\n  {:<20} {:>13} {:>13} {:>9} {:>9} {:>9}\n",
+            v.gaps.len() + v.labels.len(),
+            "metric",
+            "row",
+            "replay",
+            "|diff|",
+            "scaled",
+            "allowed"
+        ));
+        for g in &v.gaps {
+            let allowed = match g.allowed {
+                Some(a) => format!("{a:.2e}{}", if g.outside() { " OUTSIDE" } else { "" }),
+                None => "-".into(),
+            };
+            out.push_str(&format!(
+                "  {:<20} {:>13.6e} {:>13.6e} {:>9.2e} {:>9.2e} {:>9}\n",
+                g.name, g.recorded, g.replayed, g.absolute, g.scaled, allowed
+            ));
+        }
+        for (name, row, replay) in &v.labels {
+            out.push_str(&format!("  {name:<20} {row:>13} {replay:>13}\n"));
         }
     }
-    Ok((result, diffs.is_empty()))
+    let largest = match v.largest() {
+        Some(g) => format!("largest difference {:.2e} scaled ({})", g.scaled, g.name),
+        None => "no metric differs".into(),
+    };
+    let beyond: Vec<&str> = v
+        .gaps
+        .iter()
+        .filter(|g| g.outside())
+        .map(|g| g.name)
+        .collect();
+    let largest = match beyond.is_empty() {
+        true => largest,
+        false => format!("{largest}; beyond the bound: {}", beyond.join(", ")),
+    };
+    let labels = match v.labels.len() {
+        0 => String::new(),
+        _ => {
+            let named: Vec<&str> = v.labels.iter().map(|(n, _, _)| n.as_str()).collect();
+            format!(", the {} differs", named.join(" and "))
+        }
+    };
+    out.push_str(&match v.within {
+        Some(true) => format!(
+            "verdict: within the tolerance ({}); {largest}\n",
+            v.tolerance.describe()
+        ),
+        Some(false) => format!(
+            "verdict: outside the tolerance ({}); {largest}{labels}\n",
+            v.tolerance.describe()
+        ),
+        None => format!(
+            "verdict: none ({}); {largest}{labels}\n",
+            v.tolerance.describe()
+        ),
+    });
+    out
 }
 
 pub fn run(a: ReplayArgs) -> Result<ExitCode> {
@@ -136,11 +199,12 @@ pub fn run(a: ReplayArgs) -> Result<ExitCode> {
         (None, None) => bail!("give --point ID or --combo C"),
     };
     let replay = prepare(&a.dir, sel, a.backend)?;
-    let (_, identical) = run_replay(&a.dir, &replay, a.outputs)?;
-    if !identical && replay.same_engine() {
+    let (_, verdict) = run_replay(&a.dir, &replay, a.outputs)?;
+    if verdict.within == Some(false) {
         eprintln!(
-            "warning: on the engine that wrote it, the row was not reproduced bit for bit \
-             (another instruction set or metachron version than the sweep's?)"
+            "warning: the replay is outside the tolerance the row's engine promises \
+             (another instruction set or metachron version than the sweep's, or an altered \
+             dataset?)"
         );
         return Ok(ExitCode::from(1));
     }

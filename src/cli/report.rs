@@ -37,6 +37,20 @@ pub struct ReportArgs {
     /// No exemplars (no replays): maps and tables only.
     #[arg(long)]
     no_exemplars: bool,
+    /// Show only the rows where a column has this value (repeatable: every condition
+    /// holds), as `map --where` takes it: `dphi=90deg`, `k_p=100..`, `terrain=rough`.
+    #[arg(long = "where", value_name = "COLUMN=VALUE")]
+    conditions: Vec<String>,
+    /// One section (its maps and table) per value of this parameter (repeatable: one
+    /// per combination of the values); at most 24 sections.
+    #[arg(long = "facet", value_name = "PARAM")]
+    facets: Vec<String>,
+    /// Average the maps over this swept parameter on purpose (repeatable; the captions
+    /// say so). A swept parameter that varies in the rows shown and is neither on an
+    /// axis, a facet, fixed by `--where` nor averaged is refused by name, as `map`
+    /// refuses it.
+    #[arg(long = "average", value_name = "PARAM")]
+    averaged: Vec<String>,
 }
 
 /// Replays exemplars as `metachron replay` runs a row, saying what each gave.
@@ -103,20 +117,27 @@ pub fn run(a: ReportArgs) -> Result<ExitCode> {
         x: a.x,
         y: a.y,
         exemplars: !a.no_exemplars,
+        conditions: a.conditions,
+        facets: a.facets,
+        averaged: a.averaged,
     };
     let mut replayer = CliReplayer { dir: &a.dir };
     let w = write_report(
         &a.dir,
         &spec,
         &verified.health,
-        &rows,
+        rows,
         &req,
         &a.out,
         &mut replayer,
     )?;
     println!(
-        "report of sweep `{}` ({} classes, {} pictures embedded, {:.1} MB) -> {}",
+        "report of sweep `{}` ({}{} classes, {} pictures embedded, {:.1} MB) -> {}",
         spec.name,
+        match w.sections {
+            1 => String::new(),
+            n => format!("{n} sections, "),
+        },
         w.classes,
         w.pictures,
         w.bytes as f64 / 1e6,

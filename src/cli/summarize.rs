@@ -1,5 +1,5 @@
 //! `metachron summarize`: one row per parameter combination of a sweep dataset, with
-//! class fractions and their Wilson 95 % intervals.
+//! class fractions and their Wilson 95 % intervals; `--where` keeps some of the rows.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use clap::Args;
 use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::output::compose::summary_table;
 use metachron::sweep::audit::recorded_sweep;
+use metachron::sweep::facet::facet;
 use metachron::sweep::summary::{summarize, write_summary};
 
 #[derive(Args, Debug)]
@@ -20,6 +21,11 @@ pub struct SummarizeArgs {
     /// fractions with their intervals, per-class means).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Summarise only the rows where a column has this value (repeatable: every
+    /// condition holds), as `map --where` takes it: `dphi=90deg`, `k_p=100..`,
+    /// `class=metachronal`. The table and the --out file hold those rows' combinations.
+    #[arg(long = "where", value_name = "COLUMN=VALUE")]
+    conditions: Vec<String>,
     /// Rows of the printed table (the file, when asked for, has them all).
     #[arg(long, value_name = "N", default_value_t = 40)]
     limit: usize,
@@ -39,10 +45,11 @@ pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
     let opened = Dataset::open(&a.dir)?;
     let sweep = recorded_sweep(&opened)?;
     let mut v = opened.verify(&sweep, VerifyOptions::reader(a.allow_incomplete))?;
-    let ds = &v.rows()?;
+    let ds = v.rows()?;
     if ds.is_empty() {
         bail!("{}: no rows (no good part files)", a.dir.display());
     }
+    let ds = &facet(ds, &a.conditions)?;
     if let Some(why) = &v.incomplete {
         eprintln!("warning: summarising an incomplete dataset (--allow-incomplete): {why}");
     }

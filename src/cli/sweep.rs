@@ -9,6 +9,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 
 use metachron::cost::{human, Estimate, Estimator, Mode, MEASURED};
+use metachron::gpu_rate::{cache_file, ProbeError, Probed};
 use metachron::params::Params;
 use metachron::simulate::Backend;
 use metachron::sweep::run::{self, RunOptions, Work};
@@ -194,26 +195,50 @@ fn pending_costs(work: &Work, estimates: &HashMap<u64, Estimate>) -> Vec<f64> {
 }
 
 /// "~2.1 h on 2 CPU threads for 3600 simulated robot-seconds": points run in
-/// parallel, one thread each, so no faster than the costliest point.
-fn print_total(work: &Work, costs: &[f64], backend: Backend) {
-    let threads = rayon::current_num_threads().max(1);
-    let cost =
-        (costs.iter().sum::<f64>() / threads as f64).max(costs.iter().cloned().fold(0.0, f64::max));
+/// parallel, one thread each, so no faster than the costliest point. On the gpu the
+/// points' costs are at the adapter's measured rate per robot-step in a batch (the
+/// batch runs them in parallel already), plus the engine's setup.
+fn print_total(work: &Work, costs: &[f64], batch: usize, gpu: Option<&Result<Probed, ProbeError>>) {
+    let chunks = work.pending.len().div_ceil(batch.max(1));
     let robot_s: f64 = work.pending.iter().map(|p| p.cfg.params.t_final).sum();
-    println!(
-        "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
-        human(cost),
-        if backend == Backend::Gpu {
-            " (at the cpu engine's rate)"
-        } else {
-            ""
+    match gpu {
+        Some(Ok(p)) => println!(
+            "estimated time: ~{} on {} for {robot_s:.0} simulated robot-seconds in {chunks} \
+             chunks (rate {}; {:.2} s per chunk beside its robot-steps)",
+            human(p.rate.chunk * chunks as f64 + costs.iter().sum::<f64>()),
+            p.adapter,
+            match (p.cached, cache_file()) {
+                (true, Some(f)) => format!("cached in {}", f.display()),
+                _ => "measured now".into(),
+            },
+            p.rate.chunk
+        ),
+        _ => {
+            let threads = rayon::current_num_threads().max(1);
+            let cost = (costs.iter().sum::<f64>() / threads as f64)
+                .max(costs.iter().cloned().fold(0.0, f64::max));
+            println!(
+                "estimated time: ~{} on {threads} CPU threads for {robot_s:.0} simulated robot-seconds{}",
+                human(cost),
+                match gpu {
+                    Some(Err(e)) => format!(" (at the cpu engine's rate: {e})"),
+                    _ => String::new(),
+                }
+            );
         }
-    );
+    }
 }
 
 /// --dry-run: the estimates, and what --validate would add; nothing runs.
-fn print_dry_run(a: &SweepArgs, spec: &SweepSpec, work: &Work, costs: &[f64]) -> Result<()> {
-    print_total(work, costs, a.backend);
+fn print_dry_run(
+    a: &SweepArgs,
+    spec: &SweepSpec,
+    work: &Work,
+    costs: &[f64],
+    batch: usize,
+    gpu: Option<&Result<Probed, ProbeError>>,
+) -> Result<()> {
+    print_total(work, costs, batch, gpu);
     if let Some(max_t) = spec.until_settled {
         println!(
             "until_settled = {max_t} s: a run not settled at t_final continues and costs up \
@@ -370,6 +395,7 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         plan,
         opts,
         estimates,
+        gpu_rate,
     } = set_up(&request(&a)?)?;
     warn_inert(&spec, &plan);
     if spec.refine.is_some() || spec.adaptive.is_some() {
@@ -387,11 +413,11 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
     print_plan(&a, &spec, &work, &opts);
     let costs = pending_costs(&work, &estimates);
     if a.dry_run {
-        print_dry_run(&a, &spec, &work, &costs)?;
+        print_dry_run(&a, &spec, &work, &costs, opts.batch, gpu_rate.as_ref())?;
         return Ok(ExitCode::SUCCESS);
     }
     if costs.iter().sum::<f64>() > SHOW_ABOVE {
-        print_total(&work, &costs, a.backend);
+        print_total(&work, &costs, opts.batch, gpu_rate.as_ref());
         print_costliest(&work, &costs, &estimates);
     }
 

@@ -13,7 +13,8 @@ use crate::dataset::{Column, Health, Rows};
 use crate::error::OutputError;
 use crate::metrics::{Class, Metrics};
 use crate::output::map::{draw_map_with, MapOptions, MapRequest, DEFAULT_CI_WIDTH};
-use crate::output::report::{write_page, Exemplar, Figure, Report, Table};
+use crate::output::report::{write_page, Exemplar, Figure, Report, Section, Table};
+use crate::sweep::facet::{facet, groups, selected, FacetError};
 use crate::sweep::replay::{Difference, Replay};
 use crate::sweep::summary::summarize;
 use crate::sweep::SweepSpec;
@@ -35,6 +36,8 @@ pub enum ComposeError {
     },
     #[error(transparent)]
     Output(#[from] OutputError),
+    #[error(transparent)]
+    Rows(#[from] FacetError),
 }
 
 /// What the page shows beyond the dataset itself.
@@ -46,6 +49,36 @@ pub struct ReportRequest {
     pub y: Option<String>,
     /// Replay one run of every class (`false`: maps and tables only).
     pub exemplars: bool,
+    /// `COLUMN=VALUE` conditions every row shown meets (`--where`, as `map` takes them).
+    pub conditions: Vec<String>,
+    /// One section (maps and table) per combination of these parameters' values.
+    pub facets: Vec<String>,
+    /// Swept parameters whose values share the maps' cells on purpose (`--average`).
+    pub averaged: Vec<String>,
+}
+
+/// The parameters on the maps' axes: `req`'s, else the sweep's first axis and the
+/// first after it that varies on its own (not zipped with x: a zipped pair's values
+/// move together and fill only a diagonal); `None` without two.
+pub fn map_axes(spec: &SweepSpec, req: &ReportRequest) -> Option<(String, String)> {
+    let x = req
+        .x
+        .clone()
+        .or_else(|| spec.axes.first().map(|ax| ax.param.clone()))?;
+    let group_of = |p: &str| {
+        spec.axes
+            .iter()
+            .find(|ax| ax.param == p)
+            .and_then(|ax| ax.group.clone())
+    };
+    let x_group = group_of(&x);
+    let y = req.y.clone().or_else(|| {
+        spec.axes
+            .iter()
+            .find(|ax| ax.param != x && (x_group.is_none() || ax.group != x_group))
+            .map(|ax| ax.param.clone())
+    })?;
+    Some((x, y))
 }
 
 /// Where an exemplar's replay writes its pictures.
@@ -81,6 +114,8 @@ pub trait Replayer {
 pub struct Written {
     pub bytes: u64,
     pub classes: usize,
+    /// One per facet value (one without facets).
+    pub sections: usize,
     pub pictures: usize,
 }
 
@@ -91,7 +126,7 @@ pub fn write_report(
     dir: &Path,
     spec: &SweepSpec,
     health: &Health,
-    rows: &Rows,
+    rows: Rows,
     req: &ReportRequest,
     out: &Path,
     replayer: &mut dyn Replayer,
@@ -106,7 +141,7 @@ pub fn write_report(
         source,
     })?;
     let report = compose(dir, spec, health, rows, req, &scratch.0, replayer)?;
-    let pictures = report.maps.len()
+    let pictures = report.sections.iter().map(|s| s.maps.len()).sum::<usize>()
         + report
             .exemplars
             .iter()
@@ -115,7 +150,8 @@ pub fn write_report(
     let bytes = write_page(&report, out)?;
     Ok(Written {
         bytes,
-        classes: classes_present(rows).len(),
+        classes: report.classes.len(),
+        sections: report.sections.len(),
         pictures,
     })
 }
@@ -129,44 +165,108 @@ impl Drop for Scratch {
     }
 }
 
-/// The page's content, its pictures drawn into `scratch`.
+/// The page's content, its pictures drawn into `scratch`: the rows `req` selects (its
+/// `--where` conditions; a swept parameter that varies unseen is refused as `map`
+/// refuses it), in one section per facet value, each with its maps and table.
 pub fn compose(
     dir: &Path,
     spec: &SweepSpec,
     health: &Health,
-    rows: &Rows,
+    rows: Rows,
     req: &ReportRequest,
     scratch: &Path,
     replayer: &mut dyn Replayer,
 ) -> Result<Report, ComposeError> {
     let axis_names: Vec<String> = spec.axes.iter().map(|ax| ax.param.clone()).collect();
-    let classes = classes_present(rows);
-    let x = req.x.clone().or_else(|| axis_names.first().cloned());
-    let y = req.y.clone().or_else(|| axis_names.get(1).cloned());
-    let (maps, maps_note) = match (x, y) {
-        (Some(x), Some(y)) => {
-            let hidden = spec.hidden_axes(rows, &[x.as_str(), y.as_str()]);
-            (maps(rows, (&x, &y), &hidden, &classes, scratch)?, None)
+    let xy = map_axes(spec, req);
+    let rows = match &xy {
+        Some((x, y)) => {
+            let mut shown = vec![x.as_str(), y.as_str()];
+            shown.extend(req.facets.iter().map(String::as_str));
+            selected(rows, spec, &req.conditions, &shown, &req.averaged)?
         }
-        _ => (
-            Vec::new(),
-            Some(
-                "The sweep has fewer than two axes: no maps (give --x and --y to map over \
-                 other columns)."
-                    .to_string(),
-            ),
-        ),
+        // No maps: nothing shares a cell (the table has a line per combination).
+        None => facet(rows, &req.conditions)?,
     };
-    let (summary_batch, _) = summarize(rows, dir)?;
-    let summary = Table::from_summary(&summary_batch, &axis_names, &classes);
+    let classes = classes_present(&rows);
+    let split = groups(&rows, &req.facets)?;
+    let averaged = averaged_note(&rows, &req.averaged);
+    let mut sections = Vec::with_capacity(split.names.len());
+    for (k, name) in split.names.iter().enumerate() {
+        let own;
+        let part = match req.facets.is_empty() {
+            true => &rows,
+            false => {
+                own = rows.select(&split.mask(k));
+                &own
+            }
+        };
+        let (maps, maps_note) = match &xy {
+            Some((x, y)) => {
+                let opts = MapOptions {
+                    // One colour scale in every section, so that sections compare.
+                    range: (!req.facets.is_empty()).then_some((0.0, 1.0)),
+                    ..MapOptions::default()
+                };
+                let shared = match req.facets.is_empty() {
+                    true => String::new(),
+                    false => " The colour scale runs from 0 to 1 in every section.".into(),
+                };
+                let pictures = scratch.join(format!("section-{k}"));
+                std::fs::create_dir_all(&pictures).map_err(|source| OutputError::Io {
+                    path: pictures.display().to_string(),
+                    source,
+                })?;
+                let note = format!("{averaged}{shared}");
+                (maps(part, (x, y), &opts, &note, &classes, &pictures)?, None)
+            }
+            None => (
+                Vec::new(),
+                Some(
+                    "The sweep has fewer than two axes: no maps (give --x and --y to map over \
+                     other columns)."
+                        .to_string(),
+                ),
+            ),
+        };
+        let (summary_batch, _) = summarize(part, dir)?;
+        sections.push(Section {
+            heading: (!req.facets.is_empty()).then(|| name.clone()),
+            rows: part.len(),
+            maps,
+            maps_note,
+            summary: Table::from_summary(&summary_batch, &axis_names, &classes),
+        });
+    }
     let exemplars = match req.exemplars {
-        true => exemplars(rows, &classes, &axis_names, scratch, replayer),
+        true => exemplars(&rows, &classes, &axis_names, scratch, replayer),
         false => Vec::new(),
     };
+    let mut facts = facts(dir, spec, &rows);
+    if !req.conditions.is_empty() || !req.averaged.is_empty() || !req.facets.is_empty() {
+        let mut how = Vec::new();
+        if !req.conditions.is_empty() {
+            how.push(format!("where {}", req.conditions.join(", ")));
+        }
+        if !req.facets.is_empty() {
+            how.push(format!(
+                "one section per {} ({} sections)",
+                req.facets.join(" and "),
+                sections.len()
+            ));
+        }
+        if !averaged.is_empty() {
+            how.push(averaged.trim().to_string());
+        }
+        facts.push((
+            "rows shown".into(),
+            format!("{} of {} rows: {}", rows.len(), health.rows, how.join("; ")),
+        ));
+    }
     Ok(Report {
         title: format!("metachron atlas: {}", spec.name),
         description: spec.description.clone(),
-        facts: facts(dir, spec, rows),
+        facts,
         check_ok: health.complete && health.clean,
         check_lines: check_lines(dir, health),
         axes: spec
@@ -181,11 +281,26 @@ pub fn compose(
             })
             .collect(),
         sweep_text: spec.text.clone(),
-        maps,
-        maps_note,
-        summary,
+        sections,
+        classes,
         exemplars,
     })
+}
+
+/// " Each cell averages over 3 values of omega (--average)." for the maps' captions;
+/// empty when nothing is averaged.
+fn averaged_note(rows: &Rows, averaged: &[String]) -> String {
+    if averaged.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = averaged
+        .iter()
+        .map(|p| format!("{p} ({})", rows.distinct(p).join(", ")))
+        .collect();
+    format!(
+        " Each cell averages over {} (--average).",
+        named.join(" and ")
+    )
 }
 
 /// `metachron summarize`'s table as the report shows it: from `batch`, the summary of
@@ -244,30 +359,16 @@ fn facts(dir: &Path, spec: &SweepSpec, rows: &Rows) -> Vec<(String, String)> {
     facts
 }
 
-/// The class map, then the fraction of runs in each class present, over `x` and `y`.
-/// The maps over `x` × `y`; `hidden`, the swept parameters that vary besides them, are
-/// averaged into each cell and named in every caption.
+/// The class map, then the fraction of runs in each class present, over `x` and `y`,
+/// drawn from `rows` with `opts`; `note` ends every caption.
 fn maps(
     rows: &Rows,
     (x, y): (&str, &str),
-    hidden: &[(String, Vec<String>)],
+    opts: &MapOptions,
+    note: &str,
     classes: &[String],
     scratch: &Path,
 ) -> Result<Vec<Figure>, ComposeError> {
-    let averaged = match hidden {
-        [] => String::new(),
-        _ => {
-            let named: Vec<String> = hidden
-                .iter()
-                .map(|(p, v)| format!("{p} ({})", v.join(", ")))
-                .collect();
-            format!(
-                " Each cell averages over the sweep's other axes: {} (`metachron map \
-                 --where` draws one value).",
-                named.join("; ")
-            )
-        }
-    };
     let metrics = std::iter::once(voc::CLASS.to_string())
         .chain(classes.iter().map(|c| format!("fraction:{c}")));
     let mut maps = Vec::new();
@@ -278,7 +379,7 @@ fn maps(
             y: y.to_string(),
             metric: metric.clone(),
         };
-        if let Err(source) = draw_map_with(rows, &req, &MapOptions::default(), &path) {
+        if let Err(source) = draw_map_with(rows, &req, opts, &path) {
             return Err(ComposeError::Map { metric, source });
         }
         let (title, caption) = match metric.strip_prefix("fraction:") {
@@ -286,12 +387,12 @@ fn maps(
                 format!("fraction {c}"),
                 format!(
                     "Fraction of each combination's runs in class {c}; struck-through \
-                     cells have a Wilson 95 % interval wider than {DEFAULT_CI_WIDTH}.{averaged}"
+                     cells have a Wilson 95 % interval wider than {DEFAULT_CI_WIDTH}.{note}"
                 ),
             ),
             None => (
                 voc::CLASS.to_string(),
-                format!("The most frequent class of each combination.{averaged}"),
+                format!("The most frequent class of each combination.{note}"),
             ),
         };
         maps.push(Figure {

@@ -60,10 +60,24 @@ pub struct Report {
     /// (parameter, how it is swept, its values).
     pub axes: Vec<(String, String, String)>,
     pub sweep_text: String,
+    /// The maps and the table: one section, or one per facet value.
+    pub sections: Vec<Section>,
+    /// The classes present in the rows shown, in the classification's order.
+    pub classes: Vec<String>,
+    pub exemplars: Vec<Exemplar>,
+}
+
+/// The maps and per-combination table of some of the rows: all of them, or those of
+/// one facet value.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    /// The facet value (`omega = 2`); `None` when the page has one section.
+    pub heading: Option<String>,
+    /// Rows the section is drawn from.
+    pub rows: usize,
     pub maps: Vec<Figure>,
     pub maps_note: Option<String>,
     pub summary: Table,
-    pub exemplars: Vec<Exemplar>,
 }
 
 /// RFC 4648 base64 (with padding), for data URIs.
@@ -306,6 +320,65 @@ fn figure(html: &mut String, f: &Figure) -> Result<(), OutputError> {
     Ok(())
 }
 
+/// One section: its heading (a facet value), its maps and its table; headings one
+/// level lower under a facet value's.
+fn render_section(html: &mut String, s: &Section) -> Result<(), OutputError> {
+    let e = escape;
+    let sub = match &s.heading {
+        Some(name) => {
+            let _ = writeln!(
+                html,
+                "<section class=\"facet\" data-facet=\"{}\" data-rows=\"{}\">\n<h2>{}</h2>",
+                e(name),
+                s.rows,
+                e(name)
+            );
+            "h3"
+        }
+        None => "h2",
+    };
+    let _ = writeln!(html, "<{sub}>Maps</{sub}>");
+    if let Some(note) = &s.maps_note {
+        let _ = writeln!(html, "<p>{}</p>", e(note));
+    }
+    html.push_str("<div class=\"maps\">\n");
+    for f in &s.maps {
+        figure(html, f)?;
+    }
+    html.push_str("</div>\n");
+
+    let t = &s.summary;
+    let _ = writeln!(
+        html,
+        "<{sub}>Class fractions per combination</{sub}>\n<p>Fraction of the runs of each combination \
+         in each class, with its Wilson score 95 % interval (<code>metachron summarize</code> \
+         writes the full table, per-class metric means included).{}</p>\n<div class=\"scroll\"><table>",
+        if t.omitted > 0 {
+            format!(" The first {} combinations; {} more in the Parquet summary.", t.rows.len(), t.omitted)
+        } else {
+            String::new()
+        }
+    );
+    html.push_str("<tr>");
+    for c in &t.header {
+        let _ = write!(html, "<th>{}</th>", e(c));
+    }
+    html.push_str("</tr>\n");
+    for row in &t.rows {
+        html.push_str("<tr>");
+        for c in row {
+            let _ = write!(html, "<td>{}</td>", e(c));
+        }
+        html.push_str("</tr>\n");
+    }
+    html.push_str("</table></div>\n");
+
+    if s.heading.is_some() {
+        html.push_str("</section>\n");
+    }
+    Ok(())
+}
+
 /// The page's HTML.
 pub fn render(r: &Report) -> Result<String, OutputError> {
     let mut h = String::new();
@@ -354,41 +427,9 @@ pub fn render(r: &Report) -> Result<String, OutputError> {
         e(&r.sweep_text)
     );
 
-    h.push_str("<h2>Maps</h2>\n");
-    if let Some(note) = &r.maps_note {
-        let _ = writeln!(h, "<p>{}</p>", e(note));
+    for section in &r.sections {
+        render_section(&mut h, section)?;
     }
-    h.push_str("<div class=\"maps\">\n");
-    for f in &r.maps {
-        figure(&mut h, f)?;
-    }
-    h.push_str("</div>\n");
-
-    let t = &r.summary;
-    let _ = writeln!(
-        h,
-        "<h2>Class fractions per combination</h2>\n<p>Fraction of the runs of each combination \
-         in each class, with its Wilson score 95 % interval (<code>metachron summarize</code> \
-         writes the full table, per-class metric means included).{}</p>\n<div class=\"scroll\"><table>",
-        if t.omitted > 0 {
-            format!(" The first {} combinations; {} more in the Parquet summary.", t.rows.len(), t.omitted)
-        } else {
-            String::new()
-        }
-    );
-    h.push_str("<tr>");
-    for c in &t.header {
-        let _ = write!(h, "<th>{}</th>", e(c));
-    }
-    h.push_str("</tr>\n");
-    for row in &t.rows {
-        h.push_str("<tr>");
-        for c in row {
-            let _ = write!(h, "<td>{}</td>", e(c));
-        }
-        h.push_str("</tr>\n");
-    }
-    h.push_str("</table></div>\n");
 
     h.push_str("<h2>What each class looks like</h2>\n");
     if r.exemplars.is_empty() {

@@ -1,7 +1,10 @@
 //! What a picture or a summary of a sweep's rows is drawn from: the rows meeting
 //! `COLUMN=VALUE` conditions (one facet of a sweep with more than two axes), and the
 //! refusal to mix a swept parameter's values in one cell unless asked to average over
-//! it. `metachron map` and the Python package's `map`/`summarize` read rows this way.
+//! it, and the split of those rows into one group per facet value. `metachron map`,
+//! `report` and `summarize` and the Python package's `map`/`summarize` read rows this way.
+
+use std::cmp::Ordering;
 
 use crate::dataset::schema::META_SWEEP_NAME;
 use crate::dataset::{Column, Rows};
@@ -25,6 +28,21 @@ pub enum FacetError {
     },
     #[error("--where `{cond}`: the dataset has no column `{name}`")]
     NoColumn { cond: String, name: String },
+    #[error("--facet {name}: the dataset has no column `{name}`{hint}")]
+    NoFacetColumn {
+        name: String,
+        /// "; did you mean `x`?" when a column's name is close.
+        hint: String,
+    },
+    #[error(
+        "--facet {names}: {count} values, more than the {max} one picture or page holds; \
+         keep fewer with --where, or put a parameter on an axis"
+    )]
+    TooManyFacets {
+        names: String,
+        count: usize,
+        max: usize,
+    },
     #[error("--where {0}: no row meets every condition")]
     NoRow(String),
     #[error("--average {name}: not an axis of this sweep (its axes: {axes})")]
@@ -164,6 +182,91 @@ pub fn in_title(ds: &mut Rows, note: &str) {
         META_SWEEP_NAME.to_string(),
         format!("{name} ({note})").trim().to_string(),
     );
+}
+
+/// The rows a picture over `shown` (x, y, then any facets) draws: those meeting every
+/// `--where` condition ([`facet`]), refused where a swept parameter varies among them
+/// unseen ([`averaged_on_purpose`]). `map` and `report` select their rows this way.
+pub fn selected(
+    ds: Rows,
+    sweep: &SweepSpec,
+    conditions: &[String],
+    shown: &[&str],
+    averaged: &[String],
+) -> Result<Rows, FacetError> {
+    let ds = facet(ds, conditions)?;
+    averaged_on_purpose(ds, sweep, shown, averaged)
+}
+
+/// Most groups [`groups`] makes: panels of one picture, sections of one report.
+pub const MAX_FACET_VALUES: usize = 24;
+
+/// Rows split by the values of facet columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Groups {
+    /// Each group's name, `omega = 1, terrain = rough`, in the order of the values
+    /// (numbers by value, text by text).
+    pub names: Vec<String>,
+    /// The group of each row (an index into `names`).
+    pub of_row: Vec<usize>,
+}
+
+impl Groups {
+    /// Which rows are in group `k`, as [`Rows::select`] takes them.
+    pub fn mask(&self, k: usize) -> Vec<bool> {
+        self.of_row.iter().map(|&g| g == k).collect()
+    }
+}
+
+/// Split `ds` into one group per combination of the `facets` columns' values present;
+/// more than [`MAX_FACET_VALUES`] groups, or a facet that is no column, is refused.
+pub fn groups(ds: &Rows, facets: &[String]) -> Result<Groups, FacetError> {
+    let columns = facets
+        .iter()
+        .map(|f| {
+            ds.column(f).ok_or_else(|| FacetError::NoFacetColumn {
+                name: f.clone(),
+                hint: crate::input_keys::did_you_mean(&crate::input_keys::closest(
+                    f,
+                    ds.columns.iter().map(|(n, _)| n.as_str()),
+                )),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let order_of = |a: usize, b: usize| {
+        columns
+            .iter()
+            .map(|c| match c {
+                Column::Num(v) => v[a].total_cmp(&v[b]),
+                Column::Text(v) => v[a].cmp(&v[b]),
+            })
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    };
+    let mut rows: Vec<usize> = (0..ds.len()).collect();
+    rows.sort_by(|&a, &b| order_of(a, b));
+    let mut names = Vec::new();
+    let mut of_row = vec![0; ds.len()];
+    let mut last: Option<usize> = None;
+    for r in rows {
+        if last.is_none_or(|l| order_of(l, r).is_ne()) {
+            let parts: Vec<String> = facets
+                .iter()
+                .map(|f| format!("{f} = {}", ds.text_at(f, r)))
+                .collect();
+            names.push(parts.join(", "));
+            last = Some(r);
+        }
+        of_row[r] = names.len() - 1;
+    }
+    if names.len() > MAX_FACET_VALUES {
+        return Err(FacetError::TooManyFacets {
+            names: facets.join(" --facet "),
+            count: names.len(),
+            max: MAX_FACET_VALUES,
+        });
+    }
+    Ok(Groups { names, of_row })
 }
 
 /// Refuse to mix values of a swept parameter in one cell unless asked: every axis of

@@ -1,12 +1,14 @@
 //! A sweep set up to run from what `metachron sweep` was asked: the sweep file with the
 //! run options that are not part of it, the plan of its shard, where and how it runs,
-//! and every point's estimate (a point over the limit refuses the sweep, named).
+//! and every point's estimate (a point over the limit refuses the sweep, named), on the
+//! gpu backend at the rate measured on the adapter that runs.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::batch::Engine;
-use crate::cost::{enforce, Estimate, Estimator, Mode, MEASURED};
+use crate::cost::{enforce, Estimate, Estimator, Mode, Rates, MEASURED};
+use crate::gpu_rate::{cache_file, gpu_rate, ProbeError, Probed};
 use crate::sweep::run::{self, RunOptions};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
@@ -39,6 +41,9 @@ pub struct Setup {
     pub opts: RunOptions,
     /// Each point of the shard's estimate, by point id.
     pub estimates: HashMap<u64, Estimate>,
+    /// On the gpu backend: the adapter's measured rate the estimates use (or why none
+    /// could be measured: then they use the CPU's); `None` on the CPU backends.
+    pub gpu_rate: Option<Result<Probed, ProbeError>>,
 }
 
 /// Set the sweep of `req` up: read its file, apply the run options, plan its shard,
@@ -52,12 +57,18 @@ pub fn set_up_spec(spec: SweepSpec, req: &Request) -> Result<Setup, SweepError> 
     let spec = apply_run_options(spec, req)?;
     let plan = Plan::for_shard(&spec, req.shard)?;
     let opts = run_options(req, &plan)?;
-    let estimates = estimate_points(&spec, &plan.shard(req.shard), req)?;
+    let gpu_rate = gpu_rate(&req.engine, cache_file().as_deref());
+    let rates = match &gpu_rate {
+        Some(Ok(p)) => p.rate.rates(),
+        _ => MEASURED,
+    };
+    let estimates = estimate_points(&spec, &plan.shard(req.shard), req, &rates)?;
     Ok(Setup {
         spec,
         plan,
         opts,
         estimates,
+        gpu_rate,
     })
 }
 
@@ -110,6 +121,7 @@ fn estimate_points(
     spec: &SweepSpec,
     points: &[&PlannedPoint],
     req: &Request,
+    rates: &Rates,
 ) -> Result<HashMap<u64, Estimate>, SweepError> {
     let mut estimator = Estimator::default();
     let mut out = HashMap::with_capacity(points.len());
@@ -123,7 +135,7 @@ fn estimate_points(
             )
         };
         let e = estimator
-            .estimate(&p.cfg, req.engine.backend(), Mode::Batch, &MEASURED)
+            .estimate(&p.cfg, req.engine.backend(), Mode::Batch, rates)
             .map_err(|source| SweepError::Estimate {
                 point: what(),
                 source,

@@ -764,17 +764,8 @@ fn displacement_map(out: &Path, png: &Path, extra: &[&str]) -> (i32, String, Str
     common::bin::run(&args)
 }
 
-/// Three swept parameters, a map over two: the third is refused by name with its
-/// values, `--where` draws the rows of one value, `--average` all of them (the printed
-/// summary counts the rows and each cell's runs); a parameter zipped with an axis
-/// (here β with α) follows it and is no third parameter.
-#[test]
-fn a_map_over_two_of_three_axes_names_the_third() {
-    let dir = scratch("map-hidden-axis");
-    let file = dir.join("three.toml");
-    std::fs::write(
-        &file,
-        r#"name = "three-axes"
+/// Two repeats of 2 x 2 x 3 combinations: alpha (beta zipped with it), k_p and omega.
+const THREE_AXES: &str = r#"name = "three-axes"
 seed = 3
 repeats = 2
 random_phases = true
@@ -796,9 +787,17 @@ values = [5.0, 20.0]
 [[axes]]
 param = "omega"
 values = [1.0, 2.0, 3.0]
-"#,
-    )
-    .unwrap();
+"#;
+
+/// Three swept parameters, a map over two: the third is refused by name with its
+/// values, `--where` draws the rows of one value, `--average` all of them (the printed
+/// summary counts the rows and each cell's runs); a parameter zipped with an axis
+/// (here β with α) follows it and is no third parameter.
+#[test]
+fn a_map_over_two_of_three_axes_names_the_third() {
+    let dir = scratch("map-hidden-axis");
+    let file = dir.join("three.toml");
+    std::fs::write(&file, THREE_AXES).unwrap();
     let out = swept(&file, &dir.join("ds"));
     let map = |extra: &[&str]| displacement_map(&out, &dir.join("m.png"), extra);
     let (code, _, err) = map(&[]);
@@ -956,4 +955,208 @@ group = "law"
             && said.contains("into 12 cells (12 filled, 1 run per cell)"),
         "{said}"
     );
+}
+
+/// The cells of the rows of the first `<table>` after `heading` in `html` (the header
+/// row left out), tags inside cells removed.
+fn html_table(html: &str, heading: &str) -> Vec<Vec<String>> {
+    let at = html.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let table = &html[at..];
+    let table = &table[table.find("<table>").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    table
+        .split("<tr>")
+        .filter(|r| r.contains("<td>"))
+        .map(|r| {
+            r.split("<td>")
+                .skip(1)
+                .map(|c| c[..c.find("</td>").unwrap()].to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// `summarize DIR --where ... --out FILE`: each combination's run count and first
+/// class's "fraction [lo, hi]" by combination id, from the Parquet file, as the table
+/// prints them; and the class.
+fn summary_by_combo(
+    ds: &Path,
+    file: &Path,
+    conditions: &[&str],
+) -> (String, HashMap<String, (String, String)>) {
+    let mut args = vec![
+        "summarize",
+        ds.to_str().unwrap(),
+        "--out",
+        file.to_str().unwrap(),
+    ];
+    for c in conditions {
+        args.extend(["--where", c]);
+    }
+    let (code, said, err) = common::bin::run(&args);
+    assert_eq!(code, 0, "{err}");
+    let (batches, _) = metachron::parquet::read_parquet(file).unwrap();
+    let b = &batches[0];
+    let class = said
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(6)
+        .unwrap()
+        .to_string();
+    let float = |name: &str, r: usize| {
+        b.column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap()
+            .value(r)
+    };
+    let whole = |name: &str, r: usize| {
+        let a = b.column_by_name(name).unwrap();
+        let a = a.as_any();
+        match a.downcast_ref::<arrow_array::UInt64Array>() {
+            Some(x) => x.value(r),
+            None => u64::from(
+                a.downcast_ref::<arrow_array::UInt32Array>()
+                    .unwrap()
+                    .value(r),
+            ),
+        }
+    };
+    let mut out = HashMap::new();
+    for r in 0..b.num_rows() {
+        out.insert(
+            whole("combo", r).to_string(),
+            (
+                whole("n_runs", r).to_string(),
+                format!(
+                    "{:.2} [{:.2}, {:.2}]",
+                    float(&format!("fraction_{class}"), r),
+                    float(&format!("fraction_{class}_lo"), r),
+                    float(&format!("fraction_{class}_hi"), r)
+                ),
+            ),
+        );
+    }
+    (class, out)
+}
+
+/// A report over two of three axes refuses the third as `map` does; `--facet` gives one
+/// section per value, each with its maps and the table of its own rows (the numbers of
+/// `summarize --where` of that value), `--where` one value's rows; `summarize --where`
+/// summarises those rows only.
+#[test]
+fn a_report_has_a_section_per_facet_value_and_summarize_takes_where() {
+    let dir = scratch("report-facets");
+    let file = dir.join("three.toml");
+    std::fs::write(&file, THREE_AXES).unwrap();
+    let ds = swept(&file, &dir.join("ds"));
+    let page = dir.join("r.html");
+    let report = |extra: &[&str]| {
+        let mut args = vec![
+            "report",
+            ds.to_str().unwrap(),
+            "--out",
+            page.to_str().unwrap(),
+            "--no-exemplars",
+        ];
+        args.extend_from_slice(extra);
+        common::bin::run(&args)
+    };
+    let (code, _, err) = report(&[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("axis `omega` takes 3 values in the drawn rows (1, 2, 3)")
+            && err.contains("--facet omega"),
+        "{err}"
+    );
+
+    let (code, said, err) = report(&["--facet", "omega"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(said.contains("3 sections"), "{said}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let sections: Vec<&str> = html.split("<section class=\"facet\"").skip(1).collect();
+    assert_eq!(sections.len(), 3);
+    for (k, omega) in ["1", "2", "3"].iter().enumerate() {
+        let s = sections[k];
+        assert!(
+            s.starts_with(&format!(" data-facet=\"omega = {omega}\" data-rows=\"8\">")),
+            "{}",
+            &s[..80]
+        );
+        let s = &s[..s.find("</section>").unwrap()];
+        let (class, want) = summary_by_combo(
+            &ds,
+            &dir.join(format!("s{omega}.parquet")),
+            &[&format!("omega={omega}")],
+        );
+        // The class map and a fraction map per class present, at least the class shown.
+        assert!(s.matches("<figure>").count() >= 2, "section {omega}");
+        let rows = html_table(s, "Class fractions per combination");
+        assert_eq!(rows.len(), 4, "section {omega}: {rows:?}");
+        let header = html_table_header(s);
+        let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+        let shown = header
+            .iter()
+            .position(|h| *h == format!("{class} [95 % interval]"))
+            .unwrap();
+        for row in &rows {
+            assert_eq!(row[at("omega")], *omega, "{row:?}");
+            let (runs, fraction) = &want[&row[at("combo")]];
+            assert_eq!((&row[at("runs")], &row[shown]), (runs, fraction), "{row:?}");
+        }
+    }
+
+    let (code, _, err) = report(&["--where", "omega=2"]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<section class=\"facet\""));
+    assert!(html.contains("8 of 24 rows: where omega=2"));
+    let rows = html_table(&html, "Class fractions per combination");
+    assert_eq!(rows.len(), 4);
+    let header = html_table_header(&html[html.find("Class fractions per combination").unwrap()..]);
+    let omega = header.iter().position(|h| h == "omega").unwrap();
+    assert!(rows.iter().all(|r| r[omega] == "2"), "{rows:?}");
+
+    // summarize --where: the rows of omega 2 only, in its table and its file.
+    let (code, said, err) = common::bin::run(&[
+        "summarize",
+        ds.to_str().unwrap(),
+        "--where",
+        "omega=2rad/s",
+        "--where",
+        "k_p=10..",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines.len(), 3, "{said}");
+    let (_, two) = summary_by_combo(&ds, &dir.join("s.parquet"), &["omega=2", "k_p=10.."]);
+    assert_eq!(two.len(), 2);
+    for line in &lines[1..] {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!((cells[3], cells[4]), ("20", "2"), "{line}");
+        let (runs, fraction) = &two[cells[0]];
+        assert_eq!(
+            (cells[5], format!("{} {} {}", cells[6], cells[7], cells[8])),
+            (runs.as_str(), fraction.clone()),
+            "{line}"
+        );
+    }
+    let (code, _, err) =
+        common::bin::run(&["summarize", ds.to_str().unwrap(), "--where", "omega=7"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no row meets every condition"), "{err}");
+}
+
+/// The header cells of the first `<table>` with `<th>` cells in `html`.
+fn html_table_header(html: &str) -> Vec<String> {
+    let at = html.find("<tr><th>").unwrap();
+    let row = &html[at..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    row.split("<th>")
+        .skip(1)
+        .map(|c| c[..c.find("</th>").unwrap()].to_string())
+        .collect()
 }

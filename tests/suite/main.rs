@@ -19,6 +19,7 @@ mod gpu_budgets;
 mod gpu_cli;
 mod gpu_compensated;
 mod gpu_degrade;
+mod gpu_estimate;
 mod gpu_f32;
 mod gpu_terrain_math;
 mod gpu_vs_cpu;

@@ -306,3 +306,128 @@ fn a_gpu_row_replays_on_the_cpu_twin_with_the_difference_stated() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Rewrite the part of the dataset in `ds_dir` that holds point `id` with its `metric`
+/// changed by `change` (its digest and checksum made to match, as a writer would).
+fn alter_row(ds_dir: &Path, id: u64, metric: &str, change: impl Fn(f64) -> f64) {
+    use arrow_array::{Array, Float64Array, RecordBatch, UInt64Array};
+    use std::sync::Arc;
+    for shard in std::fs::read_dir(ds_dir).unwrap() {
+        let shard = shard.unwrap().path();
+        if !shard.is_dir() {
+            continue;
+        }
+        for part in std::fs::read_dir(&shard).unwrap() {
+            let part = part.unwrap().path();
+            if part.extension().and_then(|e| e.to_str()) != Some("parquet") {
+                continue;
+            }
+            let (batches, meta) = read_parquet(&part).unwrap();
+            assert_eq!(batches.len(), 1, "{}", part.display());
+            let b = &batches[0];
+            let ids = b.column_by_name("point_id").unwrap();
+            let ids = ids.as_any().downcast_ref::<UInt64Array>().unwrap();
+            let Some(row) = (0..ids.len()).find(|&r| ids.value(r) == id) else {
+                continue;
+            };
+            let at = b.schema().index_of(metric).unwrap();
+            let old = b
+                .column(at)
+                .as_any()
+                .downcast_ref::<Float64Array>()
+                .unwrap();
+            let new: Float64Array = (0..old.len())
+                .map(|r| {
+                    Some(if r == row {
+                        change(old.value(r))
+                    } else {
+                        old.value(r)
+                    })
+                })
+                .collect();
+            let mut columns = b.columns().to_vec();
+            columns[at] = Arc::new(new);
+            let b = RecordBatch::try_new(b.schema(), columns).unwrap();
+            let mut meta: Vec<(String, String)> = meta.into_iter().collect();
+            for (k, v) in metachron::dataset::part::integrity_metadata(&b).unwrap() {
+                meta.retain(|(key, _)| *key != k);
+                meta.push((k, v));
+            }
+            metachron::dataset::part::write_part(&part, &b, &meta).unwrap();
+            return;
+        }
+    }
+    panic!("no part holds point {id}");
+}
+
+/// On the f32 and the f64 kernel: a genuine gpu row replays within the tolerance its
+/// kernel promises (exit 0), and the same row with a metric moved beyond it is outside
+/// (exit 1), the metric named. An f64 row is held to round-off on every metric, so a
+/// work changed by 1e-6 is outside; an f32 row holds its work to no bound.
+#[test]
+fn a_gpu_replays_exit_status_is_its_verdict_on_both_kernels() {
+    if common::gpu::gpu_context("a_gpu_replays_exit_status_is_its_verdict").is_none() {
+        return;
+    }
+    let dir = scratch("gpu-verdict");
+    let text = "name = \"two\"\n[base]\nt_final = 1.0\nactuated = \"first\"\n\
+        [[axes]]\nparam = \"alpha\"\nvalues = [20.0, 2000.0]\n";
+    std::fs::write(dir.join("two.toml"), text).unwrap();
+    for precision in ["f32", "f64"] {
+        let (code, out, err) = common::bin::run_in(
+            &[
+                "sweep",
+                "two.toml",
+                "--out",
+                precision,
+                "--backend",
+                "gpu",
+                "--gpu-precision",
+                precision,
+                "--quiet",
+            ],
+            &dir,
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        let replay =
+            |id: &str| common::bin::run_in(&["replay", precision, "--point", id, "--quiet"], &dir);
+        for id in ["0", "1"] {
+            let (code, out, err) = replay(id);
+            assert!(
+                out.contains("verdict: within the tolerance"),
+                "{precision} {id}: {out}"
+            );
+            assert!(
+                out.contains(&format!("the gpu {precision} kernel against")),
+                "{precision}: {out}"
+            );
+            assert_eq!(code, 0, "{precision} {id}: {out}\n{err}");
+        }
+        let ds_dir = dir.join(precision);
+        let moved = |x: f64| x + 0.05 * x.abs().max(0.1);
+        alter_row(&ds_dir, 0, "displacement", moved);
+        let (code, out, err) = replay("0");
+        assert!(
+            out.contains("verdict: outside the tolerance"),
+            "{precision}: {out}\n{err}"
+        );
+        assert!(
+            out.contains("beyond the bound: displacement"),
+            "{precision}: {out}"
+        );
+        assert_eq!(code, 1, "{precision}: {out}");
+        alter_row(&ds_dir, 1, "work", |x| x * (1.0 + 1e-6));
+        let (code, out, _) = replay("1");
+        match precision {
+            "f64" => {
+                assert!(out.contains("beyond the bound: work"), "{out}");
+                assert_eq!(code, 1, "{out}");
+            }
+            _ => {
+                assert!(out.contains("verdict: within the tolerance"), "{out}");
+                assert_eq!(code, 0, "{out}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,13 +1,12 @@
 //! Small multiples: one panel per value (or combination of values) of the facet
 //! parameters, every panel on the same axes, tiles and colour scale, in one picture.
 
-use std::cmp::Ordering;
-
 use super::*;
+use crate::sweep::facet::groups;
 
 /// The most panels one picture holds (a facet with more values is refused: draw a
 /// subset with `--where`, or put the parameter on an axis).
-pub const MAX_PANELS: usize = 24;
+pub const MAX_PANELS: usize = crate::sweep::facet::MAX_FACET_VALUES;
 
 /// One panel's size in pixels, the colour bar's column beside them, the title's band.
 const PANEL: (u32, u32) = (460, 400);
@@ -56,18 +55,6 @@ impl Drawing for Panels<'_> {
     }
 }
 
-/// Compare rows `a`, `b` by the facet columns' values (numbers by value, text by text).
-fn by_facets(facets: &[&Column], a: usize, b: usize) -> Ordering {
-    facets
-        .iter()
-        .map(|c| match c {
-            Column::Num(v) => v[a].total_cmp(&v[b]),
-            Column::Text(v) => v[a].cmp(&v[b]),
-        })
-        .find(|o| o.is_ne())
-        .unwrap_or(Ordering::Equal)
-}
-
 /// Draw `req` from `ds` into `out` as one panel per combination of the `facets`'
 /// values among the rows (in the order of their values), on shared axes and one
 /// colour scale. Returns the summary over every panel and the panels' names.
@@ -79,54 +66,22 @@ pub fn draw_panels(
     out: &Path,
 ) -> Result<(MapSummary, Vec<String>), OutputError> {
     check_out(out)?;
-    let columns = facets
-        .iter()
-        .map(|f| named_column(ds, f, out))
-        .collect::<Result<Vec<_>, _>>()?;
+    let groups = groups(ds, facets).map_err(|e| err(out, e.to_string()))?;
     let base = compute(ds, req, opts, out)?;
-    let name_of = |r: usize| {
-        let parts: Vec<String> = facets
-            .iter()
-            .map(|f| format!("{f} = {}", ds.text_at(f, r)))
-            .collect();
-        parts.join(", ")
-    };
-    let mut firsts: Vec<usize> = Vec::new();
-    let mut panel_of = vec![0usize; ds.len()];
-    for (r, panel) in panel_of.iter_mut().enumerate() {
-        match firsts
-            .iter()
-            .position(|&f| by_facets(&columns, f, r).is_eq())
-        {
-            Some(k) => *panel = k,
-            None => {
-                *panel = firsts.len();
-                firsts.push(r);
-            }
-        }
-        if firsts.len() > MAX_PANELS {
-            return Err(err(
-                out,
-                format!(
-                    "--facet {}: more than {MAX_PANELS} panels; draw fewer with --where, \
-                     or put a parameter on an axis",
-                    facets.join(" --facet ")
-                ),
-            ));
-        }
-    }
-    let mut order: Vec<usize> = (0..firsts.len()).collect();
-    order.sort_by(|&a, &b| by_facets(&columns, firsts[a], firsts[b]));
-    let cells = order
-        .iter()
-        .map(|&k| {
+    let cells = (0..groups.names.len())
+        .map(|k| {
             let tiles = Tiles {
                 rects: base.tiles.rects.clone(),
                 members: base
                     .tiles
                     .members
                     .iter()
-                    .map(|m| m.iter().copied().filter(|&r| panel_of[r] == k).collect())
+                    .map(|m| {
+                        m.iter()
+                            .copied()
+                            .filter(|&r| groups.of_row[r] == k)
+                            .collect()
+                    })
                     .collect(),
             };
             aggregate(ds, req, base.q, &tiles, base.ci_width, out)
@@ -136,7 +91,7 @@ pub fn draw_panels(
     let range = colour_range(base.q, &req.metric, &all, opts.range);
     let runs: Vec<usize> = cells.iter().flat_map(|c| c.runs.iter().copied()).collect();
     let runs = runs_per_filled_cell(&runs);
-    let names: Vec<String> = order.iter().map(|&k| name_of(firsts[k])).collect();
+    let names = groups.names;
     let panels: Vec<(String, Picture)> = names
         .iter()
         .zip(&cells)
