@@ -26,13 +26,14 @@
 //! The room does not know how sweeps plan: the plan a dataset must hold comes from a
 //! [`Planner`] (the sweep implements it).
 
-mod footer;
+pub mod footer;
 pub mod health;
 pub mod manifest;
 pub mod part;
 pub mod rows;
 pub mod schema;
 pub mod shard;
+pub mod strict_thrift;
 pub mod tree;
 pub mod verify;
 

@@ -52,8 +52,12 @@ pub enum Defect {
     IdRange { recorded: String, actual: String },
     #[error("its values do not match their digest (corrupted)")]
     Digest,
-    #[error("its Parquet structure does not agree with itself (corrupted): {0}")]
-    Structure(String),
+    #[error(
+        "its embedded Arrow schema is not the one metachron writes for this schema (corrupted)"
+    )]
+    ArrowSchema,
+    #[error("its Parquet structure is not sound (corrupted): {0}")]
+    Structure(#[from] crate::dataset::footer::StructureError),
     #[error("point id {id} is outside the plan (0..{points})")]
     OutsidePlan { id: u64, points: u64 },
     #[error("point id {id} does not belong to shard {shard}")]
@@ -208,6 +212,13 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     }
     if let Some(why) = schema_mismatch(&schema, &exp.schema) {
         return Err(Defect::Schema(why));
+    }
+    // The Arrow schema the writer embeds, byte for byte: pyarrow and polars verify its
+    // flatbuffer more strictly than the Rust reader, which can read a corrupted one.
+    if meta(&m, parquet::arrow::ARROW_SCHEMA_META_KEY)?
+        != parquet::arrow::encode_arrow_schema(&exp.schema)
+    {
+        return Err(Defect::ArrowSchema);
     }
     let hash = meta(&m, schema::META_SWEEP_HASH)?;
     if hash != exp.sweep_hash {
