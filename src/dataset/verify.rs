@@ -398,6 +398,10 @@ pub fn scan_with(
     Ok(s)
 }
 
+/// The rules a part is checked by, counted: raised whenever [`check_part`] grows
+/// stricter, so that verdicts cached under laxer rules are not trusted.
+pub const CHECK_RULES: u32 = 2;
+
 /// Readers' record of parts found good, keyed by their path below DIR with the
 /// part's and its checksum file's size, modification and change times and inode: a
 /// part rewritten, touched or replaced since is checked again in full. Kept in
@@ -406,6 +410,10 @@ pub fn scan_with(
 pub struct VerifyCache {
     sweep_hash: String,
     format_version: u32,
+    /// The [`CHECK_RULES`] that found the parts good (absent: the rules before
+    /// they were counted).
+    #[serde(default)]
+    rules: u32,
     parts: HashMap<String, CachedPart>,
     #[serde(skip)]
     changed: bool,
@@ -455,6 +463,7 @@ impl VerifyCache {
         let fresh = VerifyCache {
             sweep_hash: m.sweep_hash.clone(),
             format_version: m.format_version,
+            rules: CHECK_RULES,
             ..VerifyCache::default()
         };
         let path = dir.join(schema::VERIFY_CACHE);
@@ -468,7 +477,13 @@ impl VerifyCache {
             .ok()
             .and_then(|t| serde_json::from_str::<VerifyCache>(&t).ok())
         {
-            Some(c) if c.sweep_hash == m.sweep_hash && c.format_version == m.format_version => c,
+            Some(c)
+                if c.sweep_hash == m.sweep_hash
+                    && c.format_version == m.format_version
+                    && c.rules == CHECK_RULES =>
+            {
+                c
+            }
             _ => fresh,
         }
     }
