@@ -74,7 +74,8 @@ pub fn refuse_inside_dataset(out: &Path, what: &str) -> Result<(), OutputError> 
         Some(ds) => Err(OutputError::Invalid {
             path: out.display().to_string(),
             message: format!(
-                "{what} is inside the dataset {}: a query over its `**/*.parquet` files would                  count these rows too; write it outside the dataset's directory",
+                "{what} is inside the dataset {}: a query over its `**/*.parquet` files would \
+                 count these rows too; write it outside the dataset's directory",
                 ds.display()
             ),
         }),
