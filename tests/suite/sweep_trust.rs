@@ -997,3 +997,63 @@ fn no_bit_flip_with_a_recomputed_checksum_that_breaks_a_reader_passes_check() {
         escaped.join("\n")
     );
 }
+
+/// A page header whose first field is encoded with another wire type (the parquet
+/// crate's decoder takes it, pyarrow and DuckDB do not), under a recomputed checksum:
+/// `check` names the part and the header, and every reader refuses the dataset through
+/// the same verification.
+#[test]
+fn every_reader_refuses_a_part_whose_page_header_is_not_canonical() {
+    let dir = scratch("page-header");
+    let ds = dir.join("ds");
+    run_lib(SWEEP, &ds, 16);
+    let part = tree::part_files(&ds).unwrap()[0].clone();
+    let mut bytes = std::fs::read(&part).unwrap();
+    // The first page header follows the magic: field 1 (type), an i32.
+    assert_eq!(bytes[4], 0x15);
+    bytes[4] = 0x16;
+    std::fs::write(&part, &bytes).unwrap();
+    std::fs::write(
+        metachron::dataset::schema::checksum_path(&part),
+        part::Checksum::of(&bytes).to_text(),
+    )
+    .unwrap();
+    let defect =
+        verify::check_part(&part, &run::expected(&spec_of(SWEEP)).unwrap()).expect_err("refused");
+    assert!(matches!(defect, Defect::Structure(_)), "{defect:?}");
+    let why = defect.to_string();
+    assert!(
+        why.contains("the page header at byte 4") && why.contains("PageHeader.type"),
+        "{why}"
+    );
+    let o = bin(&["check", s(&ds)]);
+    let t = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains(s(&part)) && t.contains("page header"), "{t}");
+    let out = |name: &str| dir.join(name);
+    for args in [
+        vec!["summarize", s(&ds), "--out", s(&out("sum.parquet"))],
+        vec![
+            "map",
+            s(&ds),
+            "--x",
+            "alpha",
+            "--y",
+            "beta",
+            "--out",
+            s(&out("m.png")),
+        ],
+        vec!["report", s(&ds), "--out", s(&out("r.html"))],
+    ] {
+        let o = bin(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(
+            t.contains(&format!("metachron check {}", s(&ds))),
+            "{args:?}: {t}"
+        );
+    }
+    // `replay` reads the good parts only: the part's rows are not there to replay.
+    let o = bin(&["replay", s(&ds), "--point", "0"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
+}
