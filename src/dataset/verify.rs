@@ -56,6 +56,11 @@ pub enum Defect {
         "its embedded Arrow schema is not the one metachron writes for this schema (corrupted)"
     )]
     ArrowSchema,
+    #[error(
+        "its Parquet schema is not the one metachron writes for this schema (corrupted): \
+         {0} differs"
+    )]
+    ParquetSchema(String),
     #[error("its Parquet structure is not sound (corrupted): {0}")]
     Structure(#[from] crate::dataset::footer::StructureError),
     #[error("point id {id} is outside the plan (0..{points})")]
@@ -191,12 +196,39 @@ fn read_checked(path: &Path) -> Result<(Checksum, Vec<u8>), Defect> {
     Ok((actual, bytes))
 }
 
+/// The Parquet schema of a part's footer is the one the writer derives from `schema`:
+/// every reader builds its columns from its names, repetitions and logical types (the
+/// Rust reader from the embedded Arrow schema instead, so a changed annotation would
+/// go unseen by it).
+fn check_parquet_schema(bytes: &[u8], schema: &arrow_schema::Schema) -> Result<(), Defect> {
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::copy_from_slice(bytes))
+        .map_err(|e| Defect::Unreadable(e.to_string()))?;
+    let expected = parquet::arrow::ArrowSchemaConverter::new()
+        .convert(schema)
+        .map_err(|e| Defect::Schema(e.to_string()))?;
+    let found = meta.file_metadata().schema_descr();
+    if found.root_schema() == expected.root_schema() {
+        return Ok(());
+    }
+    let n = found.num_columns().min(expected.num_columns());
+    let which = (0..n)
+        .find(|&i| found.get_column_root(i) != expected.get_column_root(i))
+        .map_or_else(
+            || "its number of columns".to_string(),
+            |i| format!("column `{}`", found.column(i).path()),
+        );
+    Err(Defect::ParquetSchema(which))
+}
+
 /// Check one file on its own (duplicates across files are found by [`scan`]): its
 /// bytes first (a corrupted file is never decoded), then what it holds.
 pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     let (_, bytes) = read_checked(path)?;
     // The structure next: a checksum recomputed over changed bytes proves nothing.
     crate::dataset::footer::check_structure(&bytes).map_err(Defect::Structure)?;
+    // Judged after the format and the schema, which name a foreign part as such.
+    let parquet_schema = check_parquet_schema(&bytes, &exp.schema);
     drop(bytes);
     let (batches, m) = read_parquet(path).map_err(|e| Defect::Unreadable(e.to_string()))?;
     let schema = batches
@@ -220,6 +252,7 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     {
         return Err(Defect::ArrowSchema);
     }
+    parquet_schema?;
     let hash = meta(&m, schema::META_SWEEP_HASH)?;
     if hash != exp.sweep_hash {
         return Err(Defect::OtherSweep {
