@@ -177,6 +177,13 @@ pub(super) fn plan_outputs(cfg: RunConfig, engine: Engine, o: OutputArgs) -> Res
              does not keep (it accumulates the metrics on the device); use --backend cpu for them"
         );
     }
+    // The Parquet outputs stay out of every dataset: its readers' `DIR/**/*.parquet`
+    // would count their rows as the dataset's.
+    for (path, what) in [(&o.out, "--out"), (&o.metrics, "--metrics")] {
+        if let Some(path) = path {
+            metachron::dataset::refuse_inside_dataset(path, what)?;
+        }
+    }
     let animation = AnimationSettings {
         fps: o.animate_fps,
         duration: o.animate_duration,

@@ -26,13 +26,14 @@
 //! The room does not know how sweeps plan: the plan a dataset must hold comes from a
 //! [`Planner`] (the sweep implements it).
 
-mod footer;
+pub mod footer;
 pub mod health;
 pub mod manifest;
 pub mod part;
 pub mod rows;
 pub mod schema;
 pub mod shard;
+pub mod strict_thrift;
 pub mod tree;
 pub mod verify;
 
@@ -73,7 +74,8 @@ pub fn refuse_inside_dataset(out: &Path, what: &str) -> Result<(), OutputError> 
         Some(ds) => Err(OutputError::Invalid {
             path: out.display().to_string(),
             message: format!(
-                "{what} is inside the dataset {}: a query over its `**/*.parquet` files would                  count these rows too; write it outside the dataset's directory",
+                "{what} is inside the dataset {}: a query over its `**/*.parquet` files would \
+                 count these rows too; write it outside the dataset's directory",
                 ds.display()
             ),
         }),

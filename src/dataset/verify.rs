@@ -52,8 +52,17 @@ pub enum Defect {
     IdRange { recorded: String, actual: String },
     #[error("its values do not match their digest (corrupted)")]
     Digest,
-    #[error("its Parquet structure does not agree with itself (corrupted): {0}")]
-    Structure(String),
+    #[error(
+        "its embedded Arrow schema is not the one metachron writes for this schema (corrupted)"
+    )]
+    ArrowSchema,
+    #[error(
+        "its Parquet schema is not the one metachron writes for this schema (corrupted): \
+         {0} differs"
+    )]
+    ParquetSchema(String),
+    #[error("its Parquet structure is not sound (corrupted): {0}")]
+    Structure(#[from] crate::dataset::footer::StructureError),
     #[error("point id {id} is outside the plan (0..{points})")]
     OutsidePlan { id: u64, points: u64 },
     #[error("point id {id} does not belong to shard {shard}")]
@@ -187,12 +196,39 @@ fn read_checked(path: &Path) -> Result<(Checksum, Vec<u8>), Defect> {
     Ok((actual, bytes))
 }
 
+/// The Parquet schema of a part's footer is the one the writer derives from `schema`:
+/// every reader builds its columns from its names, repetitions and logical types (the
+/// Rust reader from the embedded Arrow schema instead, so a changed annotation would
+/// go unseen by it).
+fn check_parquet_schema(bytes: &[u8], schema: &arrow_schema::Schema) -> Result<(), Defect> {
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::copy_from_slice(bytes))
+        .map_err(|e| Defect::Unreadable(e.to_string()))?;
+    let expected = parquet::arrow::ArrowSchemaConverter::new()
+        .convert(schema)
+        .map_err(|e| Defect::Schema(e.to_string()))?;
+    let found = meta.file_metadata().schema_descr();
+    if found.root_schema() == expected.root_schema() {
+        return Ok(());
+    }
+    let n = found.num_columns().min(expected.num_columns());
+    let which = (0..n)
+        .find(|&i| found.get_column_root(i) != expected.get_column_root(i))
+        .map_or_else(
+            || "its number of columns".to_string(),
+            |i| format!("column `{}`", found.column(i).path()),
+        );
+    Err(Defect::ParquetSchema(which))
+}
+
 /// Check one file on its own (duplicates across files are found by [`scan`]): its
 /// bytes first (a corrupted file is never decoded), then what it holds.
 pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     let (_, bytes) = read_checked(path)?;
     // The structure next: a checksum recomputed over changed bytes proves nothing.
     crate::dataset::footer::check_structure(&bytes).map_err(Defect::Structure)?;
+    // Judged after the format and the schema, which name a foreign part as such.
+    let parquet_schema = check_parquet_schema(&bytes, &exp.schema);
     drop(bytes);
     let (batches, m) = read_parquet(path).map_err(|e| Defect::Unreadable(e.to_string()))?;
     let schema = batches
@@ -209,6 +245,14 @@ pub fn check_part(path: &Path, exp: &Expected) -> Result<GoodPart, Defect> {
     if let Some(why) = schema_mismatch(&schema, &exp.schema) {
         return Err(Defect::Schema(why));
     }
+    // The Arrow schema the writer embeds, byte for byte: pyarrow and polars verify its
+    // flatbuffer more strictly than the Rust reader, which can read a corrupted one.
+    if meta(&m, parquet::arrow::ARROW_SCHEMA_META_KEY)?
+        != parquet::arrow::encode_arrow_schema(&exp.schema)
+    {
+        return Err(Defect::ArrowSchema);
+    }
+    parquet_schema?;
     let hash = meta(&m, schema::META_SWEEP_HASH)?;
     if hash != exp.sweep_hash {
         return Err(Defect::OtherSweep {
@@ -387,6 +431,10 @@ pub fn scan_with(
     Ok(s)
 }
 
+/// The rules a part is checked by, counted: raised whenever [`check_part`] grows
+/// stricter, so that verdicts cached under laxer rules are not trusted.
+pub const CHECK_RULES: u32 = 2;
+
 /// Readers' record of parts found good, keyed by their path below DIR with the
 /// part's and its checksum file's size, modification and change times and inode: a
 /// part rewritten, touched or replaced since is checked again in full. Kept in
@@ -395,6 +443,10 @@ pub fn scan_with(
 pub struct VerifyCache {
     sweep_hash: String,
     format_version: u32,
+    /// The [`CHECK_RULES`] that found the parts good (absent: the rules before
+    /// they were counted).
+    #[serde(default)]
+    rules: u32,
     parts: HashMap<String, CachedPart>,
     #[serde(skip)]
     changed: bool,
@@ -444,6 +496,7 @@ impl VerifyCache {
         let fresh = VerifyCache {
             sweep_hash: m.sweep_hash.clone(),
             format_version: m.format_version,
+            rules: CHECK_RULES,
             ..VerifyCache::default()
         };
         let path = dir.join(schema::VERIFY_CACHE);
@@ -457,7 +510,13 @@ impl VerifyCache {
             .ok()
             .and_then(|t| serde_json::from_str::<VerifyCache>(&t).ok())
         {
-            Some(c) if c.sweep_hash == m.sweep_hash && c.format_version == m.format_version => c,
+            Some(c)
+                if c.sweep_hash == m.sweep_hash
+                    && c.format_version == m.format_version
+                    && c.rules == CHECK_RULES =>
+            {
+                c
+            }
             _ => fresh,
         }
     }

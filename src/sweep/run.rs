@@ -226,7 +226,8 @@ fn prepare<'a>(
     real_dir_or_absent(&out.join(schema::QUARANTINE_DIR))?;
     if let Some(outer) = crate::dataset::enclosing_dataset(out) {
         return Err(SweepError::Dataset(format!(
-            "{} is inside the dataset {}: its readers would count the inner dataset's              rows as their own; choose an --out outside it",
+            "{} is inside the dataset {}: its readers would count the inner dataset's \
+             rows as their own; choose an --out outside it",
             out.display(),
             outer.display()
         )));

@@ -106,3 +106,74 @@ fn a_corrupted_part_is_refused_by_verify_with_its_path() {
     assert!(why.starts_with("6 of 8 planned points read"), "{why}");
     assert_eq!(v.health.bad_files[0].0, part.display().to_string());
 }
+
+/// A part's stamp as the verification cache records it: size, times and inode of the
+/// part and of its checksum file.
+fn stamp(part: &Path) -> Vec<i64> {
+    use std::os::unix::fs::MetadataExt;
+    let sum = metachron::dataset::schema::checksum_path(part);
+    [part, sum.as_path()]
+        .iter()
+        .flat_map(|p| {
+            let m = std::fs::symlink_metadata(p).unwrap();
+            [
+                m.len() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+                m.ino() as i64,
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn a_verdict_cached_under_laxer_rules_is_checked_again() {
+    use metachron::dataset::part::Checksum;
+    use metachron::dataset::verify::CHECK_RULES;
+    let dir = written("room-rules");
+    assert_eq!(read(&dir).unwrap().len(), 8);
+    // A part changed under its recomputed checksum, its cached stamp made to match:
+    // the cache of the current rules trusts it (the cache is trusted by design), the
+    // cache of earlier rules does not.
+    let part = tree::part_files(&dir).unwrap()[1].clone();
+    let mut bytes = std::fs::read(&part).unwrap();
+    let n = bytes.len();
+    bytes[n - 9] ^= 0x01; // the footer's last byte
+    std::fs::write(&part, &bytes).unwrap();
+    std::fs::write(
+        metachron::dataset::schema::checksum_path(&part),
+        Checksum::of(&bytes).to_text(),
+    )
+    .unwrap();
+    let cache_path = dir.join(".verified.json");
+    let mut cache: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cache_path).unwrap()).unwrap();
+    let key = part
+        .strip_prefix(&dir)
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    cache["parts"][&key]["stamp"] = serde_json::json!(stamp(&part));
+    assert_eq!(cache["rules"], serde_json::json!(CHECK_RULES));
+    std::fs::write(&cache_path, cache.to_string()).unwrap();
+    let verdict = || -> Result<usize, SweepError> {
+        let ds = Dataset::open(&dir)?;
+        let sweep = recorded_sweep(&ds)?;
+        Ok(ds
+            .verify(&sweep, VerifyOptions::reader(false))?
+            .health
+            .good_parts)
+    };
+    assert_eq!(verdict().unwrap(), 4, "the current rules' verdict");
+    for earlier in [serde_json::json!(CHECK_RULES - 1), serde_json::Value::Null] {
+        match earlier {
+            serde_json::Value::Null => cache.as_object_mut().unwrap().remove("rules"),
+            v => cache.as_object_mut().unwrap().insert("rules".into(), v),
+        };
+        std::fs::write(&cache_path, cache.to_string()).unwrap();
+        let err = verdict().expect_err("checked again and refused");
+        assert!(err.to_string().contains("1 bad part files"), "{err}");
+    }
+}

@@ -354,6 +354,26 @@ fn nothing_is_written_inside_a_dataset_that_its_readers_would_count() {
         assert!(msg.contains("inside the dataset"), "{msg}");
         assert!(!nested.exists());
     }
+    // A run's time series and metrics, from `simulate` or from `replay` of the
+    // dataset's own row: refused before anything runs, the path named.
+    for (flag, name) in [("--out", "series.parquet"), ("--metrics", "row.parquet")] {
+        let inner = ds.join("shard=0").join(name);
+        let args = [
+            vec!["simulate", "--set", "t_final=0.01"],
+            vec!["replay", s(&ds), "--point", "0"],
+        ];
+        for mut a in args {
+            a.extend([flag, s(&inner)]);
+            let o = bin_within(&a, 60);
+            let msg = text(&o);
+            assert_ne!(o.status.code(), Some(0), "{a:?}: {msg}");
+            assert!(
+                msg.contains("inside the dataset") && msg.contains(s(&inner)),
+                "{a:?}: {msg}"
+            );
+            assert!(!inner.exists(), "{a:?}");
+        }
+    }
     // Beside the dataset is fine, and the dataset is still clean.
     let o = bin_within(
         &["summarize", s(&ds), "--out", s(&dir.join("sum.parquet"))],

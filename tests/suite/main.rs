@@ -34,6 +34,7 @@ mod replay;
 mod report_browser;
 mod robustness;
 mod stages;
+mod strict_thrift;
 mod sweep_budget;
 mod sweep_integrity;
 mod sweep_plan;

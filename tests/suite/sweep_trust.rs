@@ -747,11 +747,13 @@ fn validate_says_when_nothing_could_be_compared() {
 
 /// The readers `tests/python/flip_readers.py` finds failing on each file, or `None`
 /// when Python with duckdb and polars is not there (required where
-/// METACHRON_REQUIRE_PYTHON=1, as in CI).
+/// METACHRON_REQUIRE_PYTHON=1, as in CI). The interpreter is `python3`, or the one
+/// METACHRON_PYTHON names (a virtual environment's).
 fn readers_failing_on(files: &[PathBuf]) -> Option<Vec<String>> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/flip_readers.py");
     let required = std::env::var("METACHRON_REQUIRE_PYTHON").as_deref() == Ok("1");
-    let o = Command::new("python3")
+    let python = std::env::var_os("METACHRON_PYTHON").unwrap_or_else(|| "python3".into());
+    let o = Command::new(python)
         .arg(&script)
         .args(files)
         .output()
@@ -887,89 +889,176 @@ fn garbage_in_the_environment_is_an_error_naming_the_variable() {
     }
 }
 
-/// Studies and probes: run by hand (`--ignored`), not by the suite.
-mod study {
-    use super::*;
-
-    /// Single-bit flips at seeded random places of a part, its checksum file recomputed
-    /// after each (a disk corrupted under a tool that re-sums, a careless copy): the
-    /// checksum no longer protects it, so `check` must find every file that pyarrow,
-    /// DuckDB or polars cannot read by decoding it. `METACHRON_FLIPS` sets how many
-    /// (300 by default; docs/replay-and-report.md records a run of 1000). Ignored: `check`
-    /// does not yet catch every footer or page header whose Thrift encoding the stricter
-    /// readers refuse (the figures are in docs/replay-and-report.md); run it with
-    /// `--ignored`.
-    #[test]
-    #[ignore]
-    fn no_bit_flip_with_a_recomputed_checksum_that_breaks_a_reader_passes_check() {
-        let flips: usize = std::env::var("METACHRON_FLIPS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(300);
-        let dir = scratch("resummed-flips");
-        let ds = dir.join("ds");
-        run_lib(SWEEP, &ds, 16);
-        let part = tree::part_files(&ds).unwrap()[0].clone();
-        let sum = metachron::dataset::schema::checksum_path(&part);
-        let original = std::fs::read(&part).unwrap();
-        let original_sum = std::fs::read(&sum).unwrap();
-        let exp = run::expected(&spec_of(SWEEP)).unwrap();
-        verify::check_part(&part, &exp).unwrap();
-        let n = original.len();
-        let copies = dir.join("copies");
-        std::fs::create_dir_all(&copies).unwrap();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut files = Vec::new();
-        let mut passed_check = Vec::new();
-        for k in 0..flips {
-            let at = (next() % n as u64) as usize;
-            let bit = (next() % 8) as u8;
-            let mut bytes = original.clone();
-            bytes[at] ^= 1 << bit;
-            std::fs::write(&part, &bytes).unwrap();
-            std::fs::write(&sum, part::Checksum::of(&bytes).to_text()).unwrap();
-            if verify::check_part(&part, &exp).is_ok() {
+/// Single-bit flips at seeded random places of a part, its checksum file recomputed
+/// after each (a disk corrupted under a tool that re-sums, a careless copy): the
+/// checksum no longer protects it, so `check` must find every file that pyarrow,
+/// DuckDB or polars cannot read by its structure and its values. `METACHRON_FLIPS`
+/// sets how many (300 by default; docs/replay-and-report.md records a run of 1000),
+/// `METACHRON_FLIP_SEED` another seed for their places.
+#[test]
+fn no_bit_flip_with_a_recomputed_checksum_that_breaks_a_reader_passes_check() {
+    let flips: usize = std::env::var("METACHRON_FLIPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let dir = scratch("resummed-flips");
+    let ds = dir.join("ds");
+    run_lib(SWEEP, &ds, 16);
+    let part = tree::part_files(&ds).unwrap()[0].clone();
+    let sum = metachron::dataset::schema::checksum_path(&part);
+    let original = std::fs::read(&part).unwrap();
+    let original_sum = std::fs::read(&sum).unwrap();
+    let exp = run::expected(&spec_of(SWEEP)).unwrap();
+    verify::check_part(&part, &exp).unwrap();
+    let n = original.len();
+    let copies = dir.join("copies");
+    std::fs::create_dir_all(&copies).unwrap();
+    let mut x: u64 = std::env::var("METACHRON_FLIP_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&seed| seed != 0)
+        .unwrap_or(0x2545_f491_4f6c_dd1d);
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut files = Vec::new();
+    let mut passed_check = Vec::new();
+    let mut defects: Vec<Option<verify::Defect>> = Vec::new();
+    for k in 0..flips {
+        let at = (next() % n as u64) as usize;
+        let bit = (next() % 8) as u8;
+        let mut bytes = original.clone();
+        bytes[at] ^= 1 << bit;
+        std::fs::write(&part, &bytes).unwrap();
+        std::fs::write(&sum, part::Checksum::of(&bytes).to_text()).unwrap();
+        match verify::check_part(&part, &exp) {
+            Ok(_) => {
                 passed_check.push(k);
+                defects.push(None);
             }
-            let copy = copies.join(format!("flip-{k:04}-at-{at:06}-bit-{bit}.parquet"));
-            std::fs::write(&copy, &bytes).unwrap();
-            files.push(copy);
+            Err(d) => {
+                assert!(
+                    !matches!(d, verify::Defect::Checksum(_)),
+                    "flip {k}: the recomputed checksum is refused: {d}"
+                );
+                defects.push(Some(d));
+            }
         }
-        std::fs::write(&part, &original).unwrap();
-        std::fs::write(&sum, &original_sum).unwrap();
-        verify::check_part(&part, &exp).unwrap();
-        files.push(part.clone());
-        let Some(failing) = readers_failing_on(&files) else {
-            return;
-        };
-        assert_eq!(failing.last().map(String::as_str), Some("-"), "{failing:?}");
-        let breaking: Vec<usize> = (0..flips).filter(|&k| failing[k] != "-").collect();
-        let escaped: Vec<String> = breaking
-            .iter()
-            .filter(|k| passed_check.contains(k))
-            .map(|&k| format!("{} ({})", files[k].display(), failing[k]))
-            .collect();
-        println!(
-            "{flips} bit flips over {n} bytes, checksums recomputed: {} break a reader, {} pass \
-             check, {} of those that break a reader pass check",
-            breaking.len(),
-            passed_check.len(),
-            escaped.len()
-        );
+        let copy = copies.join(format!("flip-{k:04}-at-{at:06}-bit-{bit}.parquet"));
+        std::fs::write(&copy, &bytes).unwrap();
+        files.push(copy);
+    }
+    std::fs::write(&part, &original).unwrap();
+    std::fs::write(&sum, &original_sum).unwrap();
+    verify::check_part(&part, &exp).unwrap();
+    // Most flips land in values, whose digest catches them, or in the structure: the
+    // check is not one that refuses nothing.
+    assert!(
+        passed_check.len() < flips / 2,
+        "{} of {flips} flips pass check",
+        passed_check.len()
+    );
+    files.push(part.clone());
+    let Some(failing) = readers_failing_on(&files) else {
+        return;
+    };
+    // The control: the unflipped part reads everywhere.
+    assert_eq!(failing.last().map(String::as_str), Some("-"), "{failing:?}");
+    let breaking: Vec<usize> = (0..flips).filter(|&k| failing[k] != "-").collect();
+    let by = |r: &str| breaking.iter().filter(|&&k| failing[k].contains(r)).count();
+    let escaped: Vec<String> = breaking
+        .iter()
+        .filter(|k| passed_check.contains(k))
+        .map(|&k| format!("{} ({})", files[k].display(), failing[k]))
+        .collect();
+    let structural = breaking
+        .iter()
+        .filter(|&&k| matches!(defects[k], Some(verify::Defect::Structure(_))))
+        .count();
+    println!(
+        "{flips} bit flips over {n} bytes, checksums recomputed: {} break a reader (pyarrow {}, \
+         duckdb {}, polars {}; {structural} of them refused for their structure), {} pass \
+         check, {} of those that break a reader pass check",
+        breaking.len(),
+        by("pyarrow"),
+        by("duckdb"),
+        by("polars"),
+        passed_check.len(),
+        escaped.len()
+    );
+    // Not blind: a fair share of the flips breaks a reader, some in the structure.
+    assert!(
+        breaking.len() >= flips / 5 && structural > 0,
+        "{} of {flips} flips broke a reader ({structural} in the structure): the probe is \
+         blind",
+        breaking.len()
+    );
+    assert!(
+        escaped.is_empty(),
+        "flips that break a reader pass check:\n{}",
+        escaped.join("\n")
+    );
+}
+
+/// A page header whose first field is encoded with another wire type (the parquet
+/// crate's decoder takes it, pyarrow and DuckDB do not), under a recomputed checksum:
+/// `check` names the part and the header, and every reader refuses the dataset through
+/// the same verification.
+#[test]
+fn every_reader_refuses_a_part_whose_page_header_is_not_canonical() {
+    let dir = scratch("page-header");
+    let ds = dir.join("ds");
+    run_lib(SWEEP, &ds, 16);
+    let part = tree::part_files(&ds).unwrap()[0].clone();
+    let mut bytes = std::fs::read(&part).unwrap();
+    // The first page header follows the magic: field 1 (type), an i32.
+    assert_eq!(bytes[4], 0x15);
+    bytes[4] = 0x16;
+    std::fs::write(&part, &bytes).unwrap();
+    std::fs::write(
+        metachron::dataset::schema::checksum_path(&part),
+        part::Checksum::of(&bytes).to_text(),
+    )
+    .unwrap();
+    let defect =
+        verify::check_part(&part, &run::expected(&spec_of(SWEEP)).unwrap()).expect_err("refused");
+    assert!(matches!(defect, Defect::Structure(_)), "{defect:?}");
+    let why = defect.to_string();
+    assert!(
+        why.contains("the page header at byte 4") && why.contains("PageHeader.type"),
+        "{why}"
+    );
+    let o = bin(&["check", s(&ds)]);
+    let t = text(&o);
+    assert_ne!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains(s(&part)) && t.contains("page header"), "{t}");
+    let out = |name: &str| dir.join(name);
+    for args in [
+        vec!["summarize", s(&ds), "--out", s(&out("sum.parquet"))],
+        vec![
+            "map",
+            s(&ds),
+            "--x",
+            "alpha",
+            "--y",
+            "beta",
+            "--out",
+            s(&out("m.png")),
+        ],
+        vec!["report", s(&ds), "--out", s(&out("r.html"))],
+    ] {
+        let o = bin(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
         assert!(
-            !breaking.is_empty(),
-            "no flip broke a reader: the probe is blind"
-        );
-        assert!(
-            escaped.is_empty(),
-            "flips that break a reader pass check:\n{}",
-            escaped.join("\n")
+            t.contains(&format!("metachron check {}", s(&ds))),
+            "{args:?}: {t}"
         );
     }
+    // `replay` reads the good parts only: the part's rows are not there to replay.
+    let o = bin(&["replay", s(&ds), "--point", "0"]);
+    assert_ne!(o.status.code(), Some(0), "{}", text(&o));
 }
