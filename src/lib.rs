@@ -15,7 +15,8 @@
 //!   and the SIMD lane kernel; [`reference`]: the reference's entry point;
 //! - [`simulate`], [`cpu_engine`], [`gpu`]: one run, the CPU batch engine, the GPU host
 //!   and its generated WGSL; [`batch`]: the one place that picks the engine; [`cost`]:
-//!   estimates before a run; [`bench`];
+//!   estimates before a run; [`gpu_rate`]: the gpu engine's measured rate on an adapter,
+//!   cached, for those estimates; [`bench`];
 //! - [`dataset`]: a sweep's dataset on disk, one way through: its manifest, part
 //!   writing, verification (checksums, the verification cache, health) and its rows;
 //! - [`sweep`]: sweep files, plans, runs (writing through the dataset room), refinement,

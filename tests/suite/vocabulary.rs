@@ -11,6 +11,11 @@ use metachron::vocabulary::{COLUMNS, METRICS};
 /// Literals that spell a column's name but mean something else: (file, literal, why).
 const OTHER_MEANINGS: &[(&str, &str, &str)] = &[
     (
+        "src/dataset/strict_thrift.rs",
+        "precision",
+        "a field of parquet.thrift's DecimalType and SchemaElement, named in structure errors",
+    ),
+    (
         "src/cli/replay.rs",
         "combo",
         "the --combo flag's id in clap's attributes",
