@@ -923,7 +923,10 @@ fn kick_solve<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // diagonal with equal blocks, so P⁻¹u₃ is column n − 1 of P⁻¹ in each component.
     let (s1, s2, s3) = (m.d.s_constraint, m.legs[leg].s_servo, f.tip.s_friction);
     let [tx, ty] = f.tip.tangent;
-    let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
+    let pi = |i: usize| {
+        let [a, b] = mx.p_cols[i];
+        [a.lanes(), b.lanes()]
+    };
     let ([p_bb, p_bt], p_tt) = (pi(n), pi(n - 1)[1]);
     let gqw = dot::<W, F>(gq, w);
     let jw = gqw * 4.0;
@@ -1027,7 +1030,10 @@ fn touchdown<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let [s1, s2, s3] = k.scales;
     let [tx, ty] = k.tangent;
     let (w, qa) = (&s.w[..l], &s.qa[..l]);
-    let pi = |i: usize| mx.p_cols[i].map(|x| x.lanes());
+    let pi = |i: usize| {
+        let [a, b] = mx.p_cols[i];
+        [a.lanes(), b.lanes()]
+    };
     // The shift's factor ½h²·s₁/(1 − (C⁻¹e₁)₁) comes before vᵀGv: its division overlaps
     // the update and the quadratic form instead of following them.
     let e = k.c.solve([L::splat(1.0), L::zero(), L::zero()]);
