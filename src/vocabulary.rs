@@ -182,6 +182,103 @@ pub fn metric_named(name: &str) -> Option<&'static Column> {
     METRICS.iter().find(|m| m.name == name)
 }
 
+/// The metric or other column named `name`, if it is one.
+pub fn column_named(name: &str) -> Option<&'static Column> {
+    METRICS.iter().chain(COLUMNS).find(|c| c.name == name)
+}
+
+/// The unit the files hold angles in.
+pub const RADIANS: &str = "rad";
+/// The unit printed values and pictures show angles in.
+pub const DEGREES: &str = "deg";
+/// The unit of a pure number (a ratio, an order parameter, a count).
+pub const DIMENSIONLESS: &str = "1";
+
+/// A stored unit in words for a reader: a pure number says it is one
+/// (`dimensionless`), any other unit is itself.
+pub fn unit_text(unit: &str) -> &str {
+    match unit {
+        DIMENSIONLESS => "dimensionless",
+        u => u,
+    }
+}
+
+/// The unit a printed value or a picture shows for a quantity stored in `unit`: degrees
+/// for an angle, else the stored unit (in words, as [`unit_text`] has it).
+pub fn shown_unit(unit: &str) -> &str {
+    match unit {
+        RADIANS => DEGREES,
+        u => unit_text(u),
+    }
+}
+
+/// `x`, stored in `unit`, in the unit [`shown_unit`] names (radians become degrees).
+pub fn shown_value(unit: &str, x: f64) -> f64 {
+    match unit {
+        RADIANS => x.to_degrees(),
+        _ => x,
+    }
+}
+
+/// How a number and its unit print: `0.1234 m/s`, `90.0 deg`, and a pure number
+/// followed by `(dimensionless)`; text columns (no unit) print the number alone.
+fn with_unit(number: String, unit: &str) -> String {
+    match shown_unit(unit) {
+        "" => number,
+        u if unit == DIMENSIONLESS => format!("{number} ({u})"),
+        u => format!("{number} {u}"),
+    }
+}
+
+impl Column {
+    /// `x`, a value of this column, as printed with its unit (`decimals` places):
+    /// angles in degrees, a pure number marked dimensionless.
+    pub fn show(&self, x: f64, decimals: usize) -> String {
+        let v = shown_value(self.unit, x);
+        with_unit(format!("{v:.decimals$}"), self.unit)
+    }
+
+    /// As [`Column::show`], the number in scientific notation (`digits` after the point).
+    pub fn show_exp(&self, x: f64, digits: usize) -> String {
+        let v = shown_value(self.unit, x);
+        with_unit(format!("{v:.digits$e}"), self.unit)
+    }
+
+    /// The unit for a table's header, `(m/s)`, `(deg)`, `(dimensionless)`; empty for a
+    /// column without a unit.
+    pub fn header_unit(&self) -> String {
+        match shown_unit(self.unit) {
+            "" => String::new(),
+            u => format!("({u})"),
+        }
+    }
+}
+
+/// `x` of the metric or column `name` as printed with its unit ([`Column::show`]); a
+/// name the vocabulary does not declare prints the number alone.
+pub fn show(name: &str, x: f64, decimals: usize) -> String {
+    match column_named(name) {
+        Some(c) => c.show(x, decimals),
+        None => format!("{x:.decimals$}"),
+    }
+}
+
+/// As [`show`], the number in its shortest exact form (`20 s`, `4.5 s`).
+pub fn show_shortest(name: &str, x: f64) -> String {
+    match column_named(name) {
+        Some(c) => with_unit(format!("{}", shown_value(c.unit, x)), c.unit),
+        None => format!("{x}"),
+    }
+}
+
+/// As [`show`], in scientific notation.
+pub fn show_exp(name: &str, x: f64, digits: usize) -> String {
+    match column_named(name) {
+        Some(c) => c.show_exp(x, digits),
+        None => format!("{x:.digits$e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +297,46 @@ mod tests {
         assert_eq!(metric::work, WORK_SO_FAR);
         assert_eq!(metric_named("lag_order").map(|c| c.unit), Some("1"));
         assert_eq!(metric_named("nope"), None);
+    }
+
+    #[test]
+    fn printed_values_carry_their_unit() {
+        // Angles print in degrees: π/2 rad is 90 degrees.
+        assert_eq!(
+            show(metric::mean_lag, std::f64::consts::FRAC_PI_2, 2),
+            "90.00 deg"
+        );
+        assert_eq!(show(metric::mean_speed, 0.12345, 3), "0.123 m/s");
+        assert_eq!(show(metric::work, 2.0, 1), "2.0 J");
+        assert_eq!(show(metric::t_run, 20.0, 0), "20 s");
+        // The cost of transport is a pure number and says so.
+        assert_eq!(
+            show(metric::cost_of_transport, 0.5, 4),
+            "0.5000 (dimensionless)"
+        );
+        assert_eq!(
+            show_exp(metric::max_inextensibility, 1.5e-7, 2),
+            "1.50e-7 (dimensionless)"
+        );
+        assert_eq!(show(STATUS_TIME, 1.25, 2), "1.25 s");
+        assert_eq!(show_shortest(metric::t_run, 4.0), "4 s");
+        // A name outside the vocabulary prints the number alone.
+        assert_eq!(show("no_such_metric", 1.0, 1), "1.0");
+        assert_eq!(
+            metric_named(metric::lag_order).map(Column::header_unit),
+            Some("(dimensionless)".into())
+        );
+        assert_eq!(
+            column_named(PSI).map(Column::header_unit),
+            Some("(deg)".into())
+        );
+        assert_eq!(
+            column_named(CLASS).map(Column::header_unit),
+            Some(String::new())
+        );
+        // Every metric prints with a unit.
+        for m in METRICS {
+            assert!(!shown_unit(m.unit).is_empty(), "{} has no unit", m.name);
+        }
     }
 }

@@ -7,7 +7,9 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use metachron::dataset::{Dataset, VerifyOptions};
-use metachron::output::map::{draw_map_with, draw_panels, MapOptions, MapRequest, MAX_BINS};
+use metachron::output::map::{
+    draw_map_with, draw_panels, MapOptions, MapRequest, DEFAULT_CI_WIDTH, MAX_BINS,
+};
 use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::facet::selected;
 
@@ -27,10 +29,9 @@ pub struct MapArgs {
     /// (the fraction, unmarked).
     #[arg(long, default_value = metachron::vocabulary::CLASS)]
     metric: String,
-    /// Wilson 95 % interval width above which `fraction:` cells are struck through
-    /// (default 0.5: with 8 runs, cells with 2 to 6 of them in the class).
-    #[arg(long, value_name = "W")]
-    ci_width: Option<f64>,
+    /// Wilson 95 % interval width above which `fraction:` cells are struck through.
+    #[arg(long, value_name = "W", default_value_t = DEFAULT_CI_WIDTH)]
+    ci_width: f64,
     /// Fix the colour bar's range, e.g. `0:1` (default: fractions from 0 to a round
     /// value above the largest, metrics bounded by [0, 1] on it, others their range).
     #[arg(long, value_name = "LO:HI", allow_hyphen_values = true)]
@@ -109,11 +110,11 @@ pub fn run(a: MapArgs) -> Result<ExitCode> {
         y: a.y,
         metric: a.metric,
     };
-    if let Some(w) = a.ci_width.filter(|w| !(*w > 0.0 && *w <= 1.0)) {
-        bail!("--ci-width {w}: allowed is 0 < W <= 1");
+    if !(a.ci_width > 0.0 && a.ci_width <= 1.0) {
+        bail!("--ci-width {}: allowed is 0 < W <= 1", a.ci_width);
     }
     let opts = MapOptions {
-        ci_width: a.ci_width,
+        ci_width: Some(a.ci_width),
         range: a.range.as_deref().map(parse_range).transpose()?,
         bins: a.bins,
     };

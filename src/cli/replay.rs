@@ -15,6 +15,7 @@ use metachron::dataset::{Dataset, VerifyOptions};
 use metachron::simulate::{Backend, PointResult};
 use metachron::sweep::audit::recorded_sweep;
 use metachron::sweep::replay::{find_row, Difference, Replay, RowSelector, Verdict};
+use metachron::vocabulary as voc;
 
 use super::simulate::{execute, plan_outputs, OutputArgs};
 
@@ -125,9 +126,10 @@ fn verdict_text(v: &Verdict) -> String {
         );
     } else {
         out.push_str(&format!(
-            "against the dataset row: {} values differ\n  {:<20} {:>13} {:>13} {:>9} {:>9} {:>9}\n",
+            "against the dataset row: {} values differ (in the dataset's units)\n  {:<20} {:<13} {:>13} {:>13} {:>9} {:>9} {:>9}\n",
             v.gaps.len() + v.labels.len(),
             "metric",
+            "unit",
             "row",
             "replay",
             "|diff|",
@@ -139,13 +141,14 @@ fn verdict_text(v: &Verdict) -> String {
                 Some(a) => format!("{a:.2e}{}", if g.outside() { " OUTSIDE" } else { "" }),
                 None => "-".into(),
             };
+            let unit = voc::column_named(g.name).map_or("", |c| voc::unit_text(c.unit));
             out.push_str(&format!(
-                "  {:<20} {:>13.6e} {:>13.6e} {:>9.2e} {:>9.2e} {:>9}\n",
+                "  {:<20} {unit:<13} {:>13.6e} {:>13.6e} {:>9.2e} {:>9.2e} {:>9}\n",
                 g.name, g.recorded, g.replayed, g.absolute, g.scaled, allowed
             ));
         }
         for (name, row, replay) in &v.labels {
-            out.push_str(&format!("  {name:<20} {row:>13} {replay:>13}\n"));
+            out.push_str(&format!("  {name:<20} {:<13} {row:>13} {replay:>13}\n", ""));
         }
     }
     let largest = match v.largest() {

@@ -20,6 +20,7 @@ use metachron::parquet;
 use metachron::reference::Method;
 use metachron::sample::Sample;
 use metachron::simulate::{Backend, PointResult, RunConfig};
+use metachron::vocabulary::{self as voc, metric};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -469,7 +470,6 @@ fn adapter_label(plan: &Plan, r: &PointResult) -> String {
 fn print_summary(plan: &Plan, r: &PointResult) {
     let m: &Metrics = &r.metrics;
     let s = &r.stats;
-    let deg = |x: f64| x.to_degrees();
     println!(
         "metachron {} | backend {}{} | N = {}, n = {}, t_f = {} s",
         metachron::VERSION,
@@ -488,7 +488,10 @@ fn print_summary(plan: &Plan, r: &PointResult) {
         if m.status.is_ok() {
             String::new()
         } else {
-            format!(" at t = {:.4} s", m.status.time())
+            format!(
+                " at t = {}",
+                voc::show(voc::STATUS_TIME, m.status.time(), 4)
+            )
         } + &m
             .status
             .failure()
@@ -497,8 +500,8 @@ fn print_summary(plan: &Plan, r: &PointResult) {
         m.class.label()
     );
     println!(
-        "  horizon t_run        {} s | settled {}",
-        m.t_run,
+        "  horizon t_run        {} | settled {}",
+        voc::show_shortest(metric::t_run, m.t_run),
         match m.settled {
             Some(true) => "yes",
             Some(false) => "no",
@@ -513,27 +516,51 @@ fn print_summary(plan: &Plan, r: &PointResult) {
                 .unwrap_or("no sense (the body hardly moved)")
         );
     }
-    println!("  lag order R          {:.6}", m.lag_order);
-    println!("  mean lag             {:.3} deg", deg(m.mean_lag));
-    println!("  min PLV              {:.6}", m.min_plv);
-    println!("  lag spread           {:.3} deg", deg(m.lag_spread));
-    println!("  Kuramoto r           {:.6}", m.kuramoto_r);
-    println!("  mean frequency       {:.6} rad/s", m.mean_frequency);
-    println!("  displacement         {:.6} m", m.displacement);
-    println!("  mean speed           {:.6} m/s", m.mean_speed);
-    println!("  actuation work       {:.6} J", m.work);
+    let line = |label: &str, name: &str, x: f64, decimals: usize| {
+        println!("  {label:<20} {}", voc::show(name, x, decimals));
+    };
+    line("lag order R", metric::lag_order, m.lag_order, 6);
+    line("mean lag", metric::mean_lag, m.mean_lag, 3);
+    line("min PLV", metric::min_plv, m.min_plv, 6);
+    line("lag spread", metric::lag_spread, m.lag_spread, 3);
+    line("Kuramoto r", metric::kuramoto_r, m.kuramoto_r, 6);
+    line(
+        "mean frequency",
+        metric::mean_frequency,
+        m.mean_frequency,
+        6,
+    );
+    line(
+        metric::displacement,
+        metric::displacement,
+        m.displacement,
+        6,
+    );
+    line("mean speed", metric::mean_speed, m.mean_speed, 6);
+    line("actuation work", metric::work, m.work, 6);
     if plan.cfg.params.axo_f != 0.0 {
-        println!("  couple work          {:.6} J", m.work_axo);
+        line("couple work", metric::work_axo, m.work_axo, 6);
     }
     if plan.cfg.params.has_coupling_dampers() {
-        println!("  coupling dissipation {:.6} J", m.work_coupling);
+        line(
+            "coupling dissipation",
+            metric::work_coupling,
+            m.work_coupling,
+            6,
+        );
     }
-    println!(
-        "  cost of transport    {:.6} (dimensionless: work / (weight · distance))",
-        m.cost_of_transport
+    line(
+        "cost of transport",
+        metric::cost_of_transport,
+        m.cost_of_transport,
+        6,
     );
-    println!("  duty factor          {:.6}", m.duty_factor);
-    println!("  max inextensibility  {:.3e}", m.max_inextensibility);
+    line("duty factor", metric::duty_factor, m.duty_factor, 6);
+    println!(
+        "  {:<20} {}",
+        "max inextensibility",
+        voc::show_exp(metric::max_inextensibility, m.max_inextensibility, 3)
+    );
     // Simulated time actually covered (a run that stopped early did not reach t_final).
     let reached = if m.status.is_ok() {
         m.t_run

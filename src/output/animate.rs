@@ -18,6 +18,7 @@ use crate::model::Robot;
 use crate::output::plots::{draw_frame, ensure_font, View};
 use crate::parquet::PendingFile;
 use crate::sample::Sample;
+use crate::vocabulary::{self as voc, metric};
 
 /// Frames per second unless set (GIF delays are whole centiseconds: 20 fps is 5 cs).
 pub const DEFAULT_FPS: u32 = 20;
@@ -252,17 +253,24 @@ impl Animator {
             let corner = if m.status.is_ok() {
                 [
                     format!(
-                        "{head}, mean lag {:.1} deg, lag order {:.3}",
-                        m.mean_lag.to_degrees(),
+                        "{head}, mean lag {}, lag order {:.3}",
+                        voc::show(metric::mean_lag, m.mean_lag, 1),
                         m.lag_order
                     ),
                     format!(
-                        "mean speed {:.4} m/s, cost of transport {:.3}",
-                        m.mean_speed, m.cost_of_transport
+                        "mean speed {}, cost of transport {}",
+                        voc::show(metric::mean_speed, m.mean_speed, 4),
+                        voc::show(metric::cost_of_transport, m.cost_of_transport, 3)
                     ),
                 ]
             } else {
-                [head, format!("stopped at t = {:.3} s", m.status.time())]
+                [
+                    head,
+                    format!(
+                        "stopped at t = {}",
+                        voc::show(voc::STATUS_TIME, m.status.time(), 3)
+                    ),
+                ]
             };
             self.frame(&s, &corner, (CLOSING_HOLD * 100.0) as u16)?;
         }

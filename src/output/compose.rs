@@ -12,7 +12,7 @@ use crate::dataset::schema::{META_ADAPTER, META_BACKEND, META_VERSION};
 use crate::dataset::{Column, Health, Rows};
 use crate::error::OutputError;
 use crate::metrics::{Class, Metrics};
-use crate::output::map::{draw_map_with, MapOptions, MapRequest, DEFAULT_CI_WIDTH};
+use crate::output::map::{draw_map_with, MapOptions, MapRequest};
 use crate::output::report::{write_page, Exemplar, Figure, Report, Section, Table};
 use crate::sweep::facet::{facet, groups, selected, FacetError};
 use crate::sweep::replay::{Difference, Replay};
@@ -383,13 +383,7 @@ fn maps(
             return Err(ComposeError::Map { metric, source });
         }
         let (title, caption) = match metric.strip_prefix("fraction:") {
-            Some(c) => (
-                format!("fraction {c}"),
-                format!(
-                    "Fraction of each combination's runs in class {c}; struck-through \
-                     cells have a Wilson 95 % interval wider than {DEFAULT_CI_WIDTH}.{note}"
-                ),
-            ),
+            Some(c) => (format!("fraction {c}"), fraction_caption(c, opts, note)),
             None => (
                 voc::CLASS.to_string(),
                 format!("The most frequent class of each combination.{note}"),
@@ -402,6 +396,16 @@ fn maps(
         });
     }
     Ok(maps)
+}
+
+/// The caption of class `class`'s fraction map drawn with `opts`: the strike-through
+/// width it states is the one the drawing used ([`MapOptions::strike_width`]).
+fn fraction_caption(class: &str, opts: &MapOptions, note: &str) -> String {
+    format!(
+        "Fraction of each combination's runs in class {class}; struck-through cells have \
+         a Wilson 95 % interval wider than {}.{note}",
+        opts.strike_width()
+    )
 }
 
 /// One replayed run of every class present; a run that cannot be replayed says why.
@@ -563,20 +567,26 @@ fn exemplar_row(ds: &Rows, class: &str) -> Option<usize> {
         })
 }
 
+/// The exemplar's metrics as the page lists them, each with its unit from the
+/// vocabulary (angles in degrees, pure numbers marked dimensionless).
 fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
+    use voc::metric;
     let mut v = vec![
         (voc::STATUS.to_string(), m.status.label().to_string()),
         (voc::CLASS.into(), m.class.label().into()),
-        ("horizon t_run".into(), format!("{} s", m.t_run)),
+        (
+            "horizon t_run".into(),
+            voc::show_shortest(metric::t_run, m.t_run),
+        ),
     ];
     if m.status.is_ok() {
+        let line = |label: &str, name: &str, x: f64, decimals: usize| {
+            (label.to_string(), voc::show(name, x, decimals))
+        };
         v.extend([
-            ("lag order R".to_string(), format!("{:.4}", m.lag_order)),
-            (
-                "mean lag".into(),
-                format!("{:.2} deg", m.mean_lag.to_degrees()),
-            ),
-            ("min PLV".into(), format!("{:.4}", m.min_plv)),
+            line("lag order R", metric::lag_order, m.lag_order, 4),
+            line("mean lag", metric::mean_lag, m.mean_lag, 2),
+            line("min PLV", metric::min_plv, m.min_plv, 4),
             (
                 "wave".into(),
                 match (m.wave_direction, m.wave_sense) {
@@ -585,25 +595,79 @@ fn metric_lines(m: &Metrics) -> Vec<(String, String)> {
                     _ => "none".into(),
                 },
             ),
-            ("mean speed".into(), format!("{:.4} m/s", m.mean_speed)),
-            (
-                voc::metric::displacement.into(),
-                format!("{:.4} m", m.displacement),
+            line("mean speed", metric::mean_speed, m.mean_speed, 4),
+            line(
+                metric::displacement,
+                metric::displacement,
+                m.displacement,
+                4,
             ),
-            (
-                "cost of transport".into(),
-                format!("{:.4}", m.cost_of_transport),
+            line(
+                "cost of transport",
+                metric::cost_of_transport,
+                m.cost_of_transport,
+                4,
             ),
-            ("duty factor".into(), format!("{:.3}", m.duty_factor)),
+            line("duty factor", metric::duty_factor, m.duty_factor, 3),
         ]);
         if m.work_coupling != 0.0 {
-            v.push((
-                "coupling dissipation".into(),
-                format!("{:.4} J", m.work_coupling),
+            v.push(line(
+                "coupling dissipation",
+                metric::work_coupling,
+                m.work_coupling,
+                4,
             ));
         }
     } else {
-        v.push(("stopped at".into(), format!("t = {:.4} s", m.status.time())));
+        v.push((
+            "stopped at".into(),
+            format!("t = {}", voc::show(voc::STATUS_TIME, m.status.time(), 4)),
+        ));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::map::DEFAULT_CI_WIDTH;
+
+    #[test]
+    fn the_fraction_caption_states_the_width_the_map_strikes_at() {
+        let default = fraction_caption("metachronal", &MapOptions::default(), "");
+        assert!(
+            default.ends_with(&format!("wider than {DEFAULT_CI_WIDTH}.")),
+            "{default}"
+        );
+        let narrow = MapOptions {
+            ci_width: Some(0.3),
+            ..MapOptions::default()
+        };
+        let text = fraction_caption("synchronous", &narrow, " Note.");
+        assert!(text.ends_with("wider than 0.3. Note."), "{text}");
+        assert!(!text.contains(&DEFAULT_CI_WIDTH.to_string()), "{text}");
+    }
+
+    #[test]
+    fn an_exemplars_metrics_carry_their_units() {
+        let m = Metrics {
+            mean_lag: std::f64::consts::FRAC_PI_2,
+            mean_speed: 0.25,
+            displacement: 5.0,
+            cost_of_transport: 1.5,
+            t_run: 20.0,
+            ..crate::metrics::MetricsAccumulator::new(
+                &crate::params::Params::default(),
+                &crate::metrics::MetricsSettings::default(),
+            )
+            .finish(crate::sample::Status::Ok)
+        };
+        let lines: BTreeMap<String, String> = metric_lines(&m).into_iter().collect();
+        assert_eq!(lines["mean lag"], "90.00 deg");
+        assert_eq!(lines["mean speed"], "0.2500 m/s");
+        assert_eq!(lines["displacement"], "5.0000 m");
+        assert_eq!(lines["cost of transport"], "1.5000 (dimensionless)");
+        assert_eq!(lines["horizon t_run"], "20 s");
+        assert!(lines["lag order R"].ends_with("(dimensionless)"));
+    }
 }

@@ -47,6 +47,15 @@ pub struct MapOptions {
     pub bins: Option<usize>,
 }
 
+impl MapOptions {
+    /// The Wilson interval width above which `fraction:<class>` cells are struck
+    /// through: [`MapOptions::ci_width`], else [`DEFAULT_CI_WIDTH`]. The drawing and
+    /// every caption that states the width read it here.
+    pub fn strike_width(&self) -> f64 {
+        self.ci_width.unwrap_or(DEFAULT_CI_WIDTH)
+    }
+}
+
 /// Default strike-through width: with 8 runs a cell is struck when 2 to 6 of them are
 /// in the class (Wilson widths 0.52–0.59), not when 0, 1, 7 or 8 are (0.32–0.45).
 pub const DEFAULT_CI_WIDTH: f64 = 0.5;
@@ -1162,7 +1171,7 @@ fn compute(
     let xa = MapAxis::new(&req.x, named_column(ds, &req.x, out)?, opts.bins);
     let ya = MapAxis::new(&req.y, named_column(ds, &req.y, out)?, opts.bins);
     let tiles = map_tiles(ds, &xa, &ya, opts.bins);
-    let ci_width = opts.ci_width.unwrap_or(DEFAULT_CI_WIDTH);
+    let ci_width = opts.strike_width();
     let cells = aggregate(ds, req, q, &tiles, ci_width, out)?;
     let range = colour_range(q, &req.metric, &cells.num, opts.range);
     let runs = runs_per_filled_cell(&cells.runs);

@@ -10,6 +10,7 @@ use crate::model::hermite::interpolate;
 use crate::model::springs::{Anchor, Spring};
 use crate::model::{BodyGeometry, Robot};
 use crate::sample::Sample;
+use crate::vocabulary as voc;
 
 static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
@@ -370,95 +371,192 @@ pub fn snapshots(
     Ok(written)
 }
 
+/// What the basal-angle picture plots, in degrees (the one angle unit of the picture):
+/// per leg ψ_i(t) unwrapped continuously from its initial angle, and per neighbour pair
+/// the phase difference ψ_{i+1} − ψ_i wrapped to (−180, 180].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AngleSeries {
+    /// (t in s, ψ_i in degrees) per leg.
+    pub angles: Vec<Vec<(f64, f64)>>,
+    /// (t in s, ψ_{i+1} − ψ_i in degrees) per neighbour pair.
+    pub lags: Vec<Vec<(f64, f64)>>,
+}
+
+impl AngleSeries {
+    /// The series of `samples`, each leg unwrapped from the initial angles `start`
+    /// (radians, as the model holds them), so legs started a full turn apart stay apart.
+    pub(crate) fn of(samples: &[Sample], start: &[f64]) -> AngleSeries {
+        let deg = |x: f64| voc::shown_value(voc::RADIANS, x);
+        let angles = (0..start.len())
+            .map(|i| {
+                let Some(first) = samples.first() else {
+                    return Vec::new();
+                };
+                let mut un = start[i] + crate::metrics::wrap(first.psi[i] - start[i]);
+                let mut prev = first.psi[i];
+                samples
+                    .iter()
+                    .map(|s| {
+                        un += crate::metrics::wrap(s.psi[i] - prev);
+                        prev = s.psi[i];
+                        (s.t, deg(un))
+                    })
+                    .collect()
+            })
+            .collect();
+        let lags = (0..start.len().saturating_sub(1))
+            .map(|i| {
+                samples
+                    .iter()
+                    .map(|s| (s.t, deg(crate::metrics::wrap(s.psi[i + 1] - s.psi[i]))))
+                    .collect()
+            })
+            .collect();
+        AngleSeries { angles, lags }
+    }
+}
+
+/// A rectangle of a picture in pixels: (left, top) to (right, bottom), right and
+/// bottom excluded.
+pub(crate) type PixelRect = ((i32, i32), (i32, i32));
+
+/// Where the basal-angle picture put its parts, and what its axes say.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct AnglesLayout {
+    /// The plotting rectangles of the two panels (angles, then lags).
+    pub panels: [PixelRect; 2],
+    /// The legends' boxes, in the band right of the panels.
+    pub legends: [PixelRect; 2],
+    /// The panels' vertical axis labels.
+    pub y_labels: [String; 2],
+}
+
+/// Width of the band right of the panels that holds their legends, in pixels.
+const LEGEND_BAND: u32 = 130;
+/// Height of one legend entry, in pixels (smaller where many entries must fit).
+const LEGEND_LINE: i32 = 22;
+
+/// A legend in `band`, `y0` pixels from its top and at most `room` pixels tall: a line
+/// in each series' colour and its name. Returns the box drawn.
+fn draw_band_legend(
+    band: &DrawingArea<BitMapBackend, plotters::coord::Shift>,
+    entries: &[(String, RGBColor)],
+    y0: i32,
+    room: i32,
+    path: &Path,
+) -> Result<PixelRect, OutputError> {
+    let (ox, oy) = band.get_base_pixel();
+    let step = match entries.len() {
+        0 => LEGEND_LINE,
+        n => LEGEND_LINE.min((room - 12) / n as i32).max(8),
+    };
+    let size = step.clamp(8, 16) as f64;
+    let (x0, x1) = (8, LEGEND_BAND as i32 - 8);
+    let y1 = y0 + 12 + step * entries.len() as i32;
+    band.draw(&Rectangle::new([(x0, y0), (x1, y1)], BLACK))
+        .map_err(|e| plot_err(path, e))?;
+    for (k, (name, c)) in entries.iter().enumerate() {
+        let y = y0 + 6 + step * k as i32 + step / 2;
+        band.draw(&PathElement::new(
+            vec![(x0 + 8, y), (x0 + 30, y)],
+            c.stroke_width(2),
+        ))
+        .map_err(|e| plot_err(path, e))?;
+        band.draw(&Text::new(
+            name.clone(),
+            (x0 + 36, y - size as i32 / 2),
+            ("sans-serif", size),
+        ))
+        .map_err(|e| plot_err(path, e))?;
+    }
+    Ok(((ox + x0, oy + y0), (ox + x1 + 1, oy + y1 + 1)))
+}
+
+/// The plotting rectangle of a chart, in the picture's pixels.
+fn plotting_rect(chart: &Chart) -> PixelRect {
+    let (x, y) = chart.plotting_area().get_pixel_range();
+    ((x.start, y.start), (x.end, y.end))
+}
+
 /// Basal angles ψ_i(t) of every leg, one line each, unwrapped continuously from the
 /// initial angles `start` (so legs started a full turn apart stay apart); below them
-/// the neighbour phase differences ψ_{i+1} − ψ_i, wrapped to (−π, π], where a lag
-/// that the legs keep (a wave) reads as flat lines away from zero.
+/// the neighbour phase differences ψ_{i+1} − ψ_i, wrapped to (−180°, 180°], where a
+/// lag that the legs keep (a wave) reads as flat lines away from zero. Every angle of
+/// the picture is in degrees; the legends stand in a band right of the panels, clear
+/// of the curves.
 pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<(), OutputError> {
-    let n_legs = start.len();
+    draw_basal_angles(samples, start, path).map(|_| ())
+}
+
+/// [`basal_angles`], returning where the picture put its parts (`None`: no samples, no
+/// picture).
+pub(crate) fn draw_basal_angles(
+    samples: &[Sample],
+    start: &[f64],
+    path: &Path,
+) -> Result<Option<AnglesLayout>, OutputError> {
     ensure_font();
     if samples.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::with_capacity(samples.len()); n_legs];
-    for i in 0..n_legs {
-        let mut un = start[i] + crate::metrics::wrap(samples[0].psi[i] - start[i]);
-        let mut prev = samples[0].psi[i];
-        for s in samples {
-            un += crate::metrics::wrap(s.psi[i] - prev);
-            prev = s.psi[i];
-            series[i].push((s.t, un));
-        }
-    }
-    let lags: Vec<Vec<(f64, f64)>> = (0..n_legs.saturating_sub(1))
-        .map(|i| {
-            samples
-                .iter()
-                .map(|s| (s.t, crate::metrics::wrap(s.psi[i + 1] - s.psi[i])))
-                .collect()
-        })
-        .collect();
-    let (lo, hi) = series
+    let AngleSeries { angles, lags } = AngleSeries::of(samples, start);
+    let (lo, hi) = angles
         .iter()
         .flatten()
         .fold((f64::MAX, f64::MIN), |(a, b), &(_, y)| (a.min(y), b.max(y)));
     let t_end = samples.last().map(|s| s.t).unwrap_or(1.0);
+    let unit = voc::shown_unit(voc::RADIANS);
+    let y_labels = [
+        format!("ψ ({unit}, unwrapped)"),
+        format!("ψ(i+1) − ψ(i) ({unit}, wrapped)"),
+    ];
+    let half_turn = voc::shown_value(voc::RADIANS, std::f64::consts::PI);
+    let pad = voc::shown_value(voc::RADIANS, 0.5);
     let e = |x: &dyn std::fmt::Display| plot_err(path, x);
-    write_png(path, (1100, 950), |root| {
+    let mut layout = None;
+    write_png(path, (1100 + LEGEND_BAND, 950), |root| {
         root.fill(&WHITE).map_err(|x| e(&x))?;
-        let (upper, lower) = root.split_vertically(590);
+        let (plots, band) = root.split_horizontally(1100);
+        let (upper, lower) = plots.split_vertically(590);
         let mut chart = ChartBuilder::on(&upper)
             .caption("Basal angles", ("sans-serif", 24))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..t_end, lo - 0.5..hi + 0.5)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..t_end, lo - pad..hi + pad)
             .map_err(|x| e(&x))?;
         chart
             .configure_mesh()
             .x_desc("t (s)")
-            .y_desc("psi (rad, unwrapped)")
+            .y_desc(y_labels[0].as_str())
             .draw()
             .map_err(|x| e(&x))?;
-        for (i, pts) in series.into_iter().enumerate() {
-            let c = leg_colour(i);
+        for (i, pts) in angles.into_iter().enumerate() {
             chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-                .map_err(|x| e(&x))?
-                .label(format!("leg {}", i + 1))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+                .draw_series(LineSeries::new(pts, leg_colour(i).stroke_width(2)))
+                .map_err(|x| e(&x))?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|x| e(&x))?;
 
-        let pi = std::f64::consts::PI;
         let mut diff = ChartBuilder::on(&lower)
-            .caption(
-                "Neighbour phase differences psi(i+1) - psi(i)",
-                ("sans-serif", 20),
-            )
+            .caption("Neighbour phase differences", ("sans-serif", 20))
             .margin(12)
             .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..t_end, -pi..pi)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..t_end, -half_turn..half_turn)
             .map_err(|x| e(&x))?;
         diff.configure_mesh()
             .x_desc("t (s)")
-            .y_desc("lag (rad, wrapped)")
+            .y_desc(y_labels[1].as_str())
+            .y_labels(9)
             .draw()
             .map_err(|x| e(&x))?;
+        let n_pairs = lags.len();
         for (i, pts) in lags.into_iter().enumerate() {
-            // A wrap from +π to −π is a jump, not a line across the panel.
+            // A wrap from +180 to −180 is a jump, not a line across the panel.
             let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
             for p in pts {
                 if let Some(&(_, last)) = runs.last().and_then(|r| r.last()) {
-                    if (p.1 - last).abs() > pi {
+                    if (p.1 - last).abs() > half_turn {
                         runs.push(Vec::new());
                     }
                 }
@@ -466,26 +564,45 @@ pub fn basal_angles(samples: &[Sample], start: &[f64], path: &Path) -> Result<()
                     r.push(p);
                 }
             }
-            let c = leg_colour(i);
-            for (k, r) in runs.into_iter().enumerate() {
-                let s = diff
-                    .draw_series(LineSeries::new(r, c.stroke_width(2)))
+            for r in runs {
+                diff.draw_series(LineSeries::new(r, leg_colour(i).stroke_width(2)))
                     .map_err(|x| e(&x))?;
-                if k == 0 {
-                    s.label(format!("{}-{}", i + 2, i + 1))
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                        });
-                }
             }
         }
-        diff.configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|x| e(&x))?;
+
+        let panels = [plotting_rect(&chart), plotting_rect(&diff)];
+        let legs: Vec<(String, RGBColor)> = (0..start.len())
+            .map(|i| (format!("leg {}", i + 1), leg_colour(i)))
+            .collect();
+        let pairs: Vec<(String, RGBColor)> = (0..n_pairs)
+            .map(|i| (format!("{}−{}", i + 2, i + 1), leg_colour(i)))
+            .collect();
+        let (_, band_top) = band.get_base_pixel();
+        let top = |r: PixelRect| r.0 .1 - band_top;
+        let legends = [
+            draw_band_legend(
+                &band,
+                &legs,
+                top(panels[0]),
+                panels[0].1 .1 - panels[0].0 .1,
+                path,
+            )?,
+            draw_band_legend(
+                &band,
+                &pairs,
+                top(panels[1]),
+                panels[1].1 .1 - panels[1].0 .1,
+                path,
+            )?,
+        ];
+        layout = Some(AnglesLayout {
+            panels,
+            legends,
+            y_labels: y_labels.clone(),
+        });
         Ok(())
-    })
+    })?;
+    Ok(layout)
 }
 
 /// The robot at its initial state with its symbols (docs/model.md's figure): body
@@ -619,4 +736,111 @@ pub fn model_figure(robot: &Robot, path: &Path) -> Result<(), OutputError> {
             .map_err(|e| plot_err(path, e))?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether two pixel rectangles share a pixel.
+    fn overlap(a: PixelRect, b: PixelRect) -> bool {
+        a.0 .0 < b.1 .0 && b.0 .0 < a.1 .0 && a.0 .1 < b.1 .1 && b.0 .1 < a.1 .1
+    }
+
+    /// Three legs turning at 1 rad/s from 0, 1.2 and 2.4 rad, their angles stored
+    /// wrapped to (−π, π] as the model reports them.
+    fn turning_legs() -> (Vec<Sample>, Vec<f64>) {
+        let start = vec![0.0, 1.2, 2.4];
+        let samples = (0..=100)
+            .map(|k| {
+                let t = 0.1 * k as f64;
+                Sample {
+                    t,
+                    psi: start.iter().map(|s| crate::metrics::wrap(s + t)).collect(),
+                    tangent: Vec::new(),
+                    tip: Vec::new(),
+                    inext: Vec::new(),
+                    body: [0.0; 3],
+                    work: 0.0,
+                    work_axo: 0.0,
+                    work_coupling: 0.0,
+                    q: Vec::new(),
+                    v: Vec::new(),
+                }
+            })
+            .collect();
+        (samples, start)
+    }
+
+    #[test]
+    fn the_angle_series_are_unwrapped_and_in_degrees() {
+        let (samples, start) = turning_legs();
+        let series = AngleSeries::of(&samples, &start);
+        const DEG_PER_RAD: f64 = 57.295_779_513_082_32;
+        assert_eq!(series.angles.len(), 3);
+        for (i, leg) in series.angles.iter().enumerate() {
+            assert_eq!(leg.len(), samples.len());
+            for &(t, psi) in leg {
+                // Unwrapped: ψ keeps growing past 180° (10 rad is 573°).
+                let want = (start[i] + t) * DEG_PER_RAD;
+                assert!((psi - want).abs() < 1e-9, "leg {i} at {t}: {psi} vs {want}");
+            }
+        }
+        assert_eq!(series.lags.len(), 2);
+        for pair in &series.lags {
+            for &(t, lag) in pair {
+                assert!((lag - 1.2 * DEG_PER_RAD).abs() < 1e-9, "at {t}: {lag}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_legends_stand_clear_of_the_curves_and_every_angle_is_in_degrees() {
+        let (samples, start) = turning_legs();
+        let dir = std::env::temp_dir().join(format!("metachron-angles-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(BASAL_ANGLES_FILE);
+        let layout = draw_basal_angles(&samples, &start, &path)
+            .unwrap()
+            .expect("samples were given");
+        for label in &layout.y_labels {
+            assert!(label.contains("(deg,"), "{label}");
+            assert!(!label.contains("rad"), "{label}");
+        }
+        for legend in layout.legends {
+            for panel in layout.panels {
+                assert!(
+                    !overlap(legend, panel),
+                    "legend {legend:?} covers panel {panel:?}"
+                );
+            }
+        }
+        // The picture as written: leg 1's colour appears inside the first legend's box
+        // (its entry), so the box measured is the one drawn.
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let width = info.width as i32;
+        let RGBColor(r, g, b) = leg_colour(0);
+        let ((x0, y0), (x1, y1)) = layout.legends[0];
+        let found = (y0..y1).any(|y| {
+            (x0..x1).any(|x| {
+                let k = 3 * (y * width + x) as usize;
+                buf[k..k + 3] == [r, g, b]
+            })
+        });
+        assert!(found, "no legend entry in {:?}", layout.legends[0]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn rectangles_overlap_only_where_they_share_a_pixel() {
+        let a = ((0, 0), (10, 10));
+        assert!(overlap(a, ((9, 9), (20, 20))));
+        assert!(!overlap(a, ((10, 0), (20, 10))));
+        assert!(!overlap(a, ((0, 10), (10, 20))));
+        assert!(overlap(a, ((2, 2), (3, 3))));
+    }
 }

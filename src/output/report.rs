@@ -169,7 +169,7 @@ impl Table {
     /// The page's view of `metachron summarize`'s table: the combination, the swept
     /// parameters, the run count, and per class in `classes` its fraction with the
     /// Wilson 95 % interval as "f [lo, hi]"; where the coupling's dampers dissipated
-    /// energy, per class its mean `work_coupling` (J).
+    /// energy, per class its mean `work_coupling` with its unit.
     pub fn from_summary(batch: &RecordBatch, axes: &[String], classes: &[String]) -> Table {
         let col = |name: &str| batch.column_by_name(name);
         let float = |name: &str, r: usize| {
@@ -190,7 +190,10 @@ impl Table {
             header.push(format!("{c} [95 % interval]"));
         }
         if damped {
-            header.extend(classes.iter().map(|c| format!("{} (J)", dissipation(c))));
+            let unit = voc::metric_named(voc::metric::work_coupling)
+                .map(voc::Column::header_unit)
+                .unwrap_or_default();
+            header.extend(classes.iter().map(|c| format!("{} {unit}", dissipation(c))));
         }
         let n = batch.num_rows();
         let shown = n.min(MAX_TABLE_ROWS);

@@ -36,6 +36,7 @@ mod robustness;
 mod stages;
 mod strict_thrift;
 mod sweep_budget;
+mod sweep_descriptions;
 mod sweep_integrity;
 mod sweep_plan;
 mod sweep_resume;

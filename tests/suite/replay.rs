@@ -431,3 +431,55 @@ fn a_gpu_replays_exit_status_is_its_verdict_on_both_kernels() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A cpu row with three metrics moved: the replay's comparison names each with the unit
+/// the dataset stores it in (metres, radians, and the cost of transport said to be
+/// dimensionless), and the simulate summary it prints carries units on every metric line.
+#[test]
+fn the_replays_per_metric_lines_carry_their_units() {
+    let dir = scratch("replay-units");
+    let text = "name = \"one\"\n[base]\nt_final = 1.0\nactuated = \"first\"\n\
+        [[axes]]\nparam = \"alpha\"\nvalues = [500.0]\n";
+    let ds_dir = sweep(&dir, "one", text, "cpu");
+    alter_row(&ds_dir, 0, "displacement", |x| x + 1.0);
+    alter_row(&ds_dir, 0, "mean_lag", |x| x + 0.5);
+    alter_row(&ds_dir, 0, "cost_of_transport", |x| x + 2.0);
+    let (code, out, err) = common::bin::run_in(&["replay", "one", "--point", "0", "--quiet"], &dir);
+    assert_eq!(code, 1, "moved by 1 m, outside: {out}\n{err}");
+    // The comparison's lines follow its heading (the summary above it names the
+    // metrics in words).
+    let comparison: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("against the dataset row"))
+        .collect();
+    assert!(!comparison.is_empty(), "no comparison: {out}");
+    let line = |name: &str| {
+        comparison
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no line for {name}: {out}"))
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(line("displacement"), "m");
+    assert_eq!(line("mean_lag"), "rad");
+    assert_eq!(line("cost_of_transport"), "dimensionless");
+    // The printed summary: mean lag in degrees, cost of transport dimensionless.
+    let summary = |label: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label}: {out}"))
+            .to_string()
+    };
+    assert!(summary("mean lag").ends_with(" deg"), "{out}");
+    assert!(summary("displacement").ends_with(" m"), "{out}");
+    assert!(summary("mean speed").ends_with(" m/s"), "{out}");
+    assert!(summary("actuation work").ends_with(" J"), "{out}");
+    assert!(
+        summary("cost of transport").ends_with(" (dimensionless)"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
