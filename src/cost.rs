@@ -62,6 +62,24 @@ pub enum Mode {
     Batch,
 }
 
+/// Wall seconds the reference solver is run for, before a solo run on it, to measure
+/// its cost (see [`probe_reference`]).
+pub const PROBE_SECONDS: f64 = 0.25;
+
+/// A reference run without `--point-timeout` ends (`budget_exceeded`) after this many
+/// times its estimate: the adaptive solver's cost is measured, never known, and a run
+/// far past its estimate has met a stiffness its start did not show.
+pub const BUDGET_FACTOR: f64 = 10.0;
+
+/// The least default budget (s): short runs are never cut by a machine's momentary
+/// load or a process's start.
+pub const MIN_BUDGET: f64 = 10.0;
+
+/// The wall-time budget a run of estimate `e` gets when none is asked for.
+pub fn default_budget(e: &Estimate) -> f64 {
+    (BUDGET_FACTOR * e.seconds).max(MIN_BUDGET)
+}
+
 /// What a point will cost.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
@@ -75,6 +93,9 @@ pub struct Estimate {
     pub steps: f64,
     /// Estimated wall seconds on one thread (after `max_steps`, if any, ends it).
     pub seconds: f64,
+    /// The simulated time over which the reference's cost was measured on this
+    /// machine ([`probe_reference`]); `None`: from the rates alone.
+    pub probed: Option<f64>,
 }
 
 /// Check the values derived from `cfg` on `backend` and estimate its cost.
@@ -121,6 +142,7 @@ fn estimate_with_step(
             h: None,
             steps,
             seconds: steps * rates.reference_step * size,
+            probed: None,
         });
     }
     let change = "the step follows the leg's top bending frequency ~ sqrt(k_m/rho)/spacing^2: \
@@ -162,7 +184,119 @@ fn estimate_with_step(
         h: Some(h),
         steps: steps.ceil(),
         seconds: run_steps * per_step * size,
+        probed: None,
     })
+}
+
+/// [`estimate`] for a solo run, with the reference's cost measured: the reference
+/// solver's steps follow not only the leg's bending but every stiffness of the model
+/// (the inextensibility penalty, Coulomb friction with a small `v_c`, strong gravity or
+/// contact), which no rate predicts. It is run for [`PROBE_SECONDS`] of wall time on
+/// this machine, and the time it reached is extrapolated to the horizon; the probe's
+/// own time is part of the estimate. The fixed-step engines take the step the estimate
+/// names whatever the stiffness (a stiffness beyond it ends the run as `diverged`), so
+/// their estimate is [`estimate`]'s.
+pub fn estimate_solo(
+    cfg: &RunConfig,
+    backend: Backend,
+    rates: &Rates,
+) -> Result<Estimate, ParamError> {
+    let e = estimate(cfg, backend, Mode::Solo, rates)?;
+    if backend != Backend::Reference {
+        return Ok(e);
+    }
+    Ok(match probe_reference(cfg) {
+        Some(p) => measured(&e, &p, cfg.solver.max_steps as f64),
+        None => e,
+    })
+}
+
+/// What the reference solver did in a probe.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Probe {
+    /// Wall seconds it ran.
+    pub wall: f64,
+    /// The simulated time it reached.
+    pub reached: f64,
+    /// Accepted steps it took.
+    pub steps: f64,
+    /// Wall seconds per simulated second over the probe's second half: the reference's
+    /// steps shorten as a stiff run goes on, and its latest rate says more of what is
+    /// left than its average.
+    pub late_rate: f64,
+    /// True when the run ended within the probe (done, failed or diverged): the run
+    /// itself ends the same way, at the same cost.
+    pub ended: bool,
+}
+
+/// Run the reference on `cfg` for at most [`PROBE_SECONDS`]; `None` when it could not
+/// start (the run itself reports why).
+pub fn probe_reference(cfg: &RunConfig) -> Option<Probe> {
+    use crate::sample::Status;
+    let mut c = cfg.clone();
+    c.point_timeout = Some(PROBE_SECONDS);
+    let mut reached = 0.0f64;
+    // The time reached when half the probe's wall time had passed, and that time.
+    let (start, mut half) = (std::time::Instant::now(), (0.0, 0.0));
+    let r = crate::simulate::run_serial(
+        &c,
+        crate::simulate::SerialEngine::Reference,
+        &mut |_| {},
+        &mut |t| {
+            reached = reached.max(t);
+            let w = start.elapsed().as_secs_f64();
+            if w <= PROBE_SECONDS / 2.0 {
+                half = (reached, w);
+            }
+        },
+    )
+    .ok()?;
+    let wall = start.elapsed().as_secs_f64();
+    let late_rate = if reached > half.0 {
+        (wall - half.1) / (reached - half.0)
+    } else {
+        f64::INFINITY
+    };
+    let steps = r.stats.steps as f64;
+    let stopped = matches!(r.metrics.status, Status::BudgetExceeded { .. })
+        && steps < cfg.solver.max_steps as f64;
+    if !stopped {
+        reached = c.params.t_final;
+    }
+    Some(Probe {
+        wall,
+        reached,
+        steps,
+        late_rate,
+        ended: !stopped,
+    })
+}
+
+/// `e` (from the rates) with the reference's cost from `p`: the probe's own time plus
+/// the run's, extrapolated to the horizon at the probe's average or late rate,
+/// whichever is slower (at most `max_steps` steps). A probe that reached no time leaves
+/// the rates' estimate.
+fn measured(e: &Estimate, p: &Probe, max_steps: f64) -> Estimate {
+    if p.ended {
+        return Estimate {
+            steps: p.steps,
+            seconds: 2.0 * p.wall,
+            probed: Some(p.reached),
+            ..*e
+        };
+    }
+    if !(p.reached > 0.0 && p.steps > 0.0) {
+        return *e;
+    }
+    let rate = (p.wall / p.reached).max(p.late_rate);
+    // The run's seconds, and as many times the probe's steps.
+    let run = (rate * e.horizon).min(p.wall * max_steps / p.steps);
+    Estimate {
+        steps: (p.steps * run / p.wall).min(max_steps).ceil(),
+        seconds: p.wall + run,
+        probed: Some(p.reached),
+        ..*e
+    }
 }
 
 /// The step a fixed-step engine takes for `cfg` (`DkdSettings::step_for`), without
@@ -282,6 +416,46 @@ mod tests {
         assert!(estimate(&g, Backend::Cpu, Mode::Batch, &MEASURED).is_ok());
     }
 
+    /// The reference's measured estimate: its probe's time plus the run's at the slower
+    /// of the probe's average and late rates, bounded by max_steps; an ended probe is
+    /// the run itself.
+    #[test]
+    fn a_probe_extrapolates_at_its_slower_rate_within_max_steps() {
+        let rates = estimate(&small(1.0), Backend::Reference, Mode::Solo, &MEASURED).unwrap();
+        let p = Probe {
+            wall: 0.25,
+            reached: 0.0078125,
+            steps: 100.0,
+            late_rate: 64.0,
+            ended: false,
+        };
+        // Average 32 s per simulated second, late 64: the late one, over 1 s.
+        let e = measured(&rates, &p, 1e9);
+        assert_eq!(
+            (e.seconds, e.steps, e.probed),
+            (0.25 + 64.0, 25_600.0, Some(0.0078125))
+        );
+        // A faster late rate leaves the average.
+        let e = measured(
+            &rates,
+            &Probe {
+                late_rate: 16.0,
+                ..p
+            },
+            1e9,
+        );
+        assert_eq!((e.seconds, e.steps), (0.25 + 32.0, 12_800.0));
+        // 1000 steps end it: 10 times the probe's.
+        let e = measured(&rates, &p, 1000.0);
+        assert_eq!((e.seconds, e.steps), (0.25 + 2.5, 1000.0));
+        // A probe that ended: the run repeats it.
+        let e = measured(&rates, &Probe { ended: true, ..p }, 1e9);
+        assert_eq!((e.seconds, e.steps), (0.5, 100.0));
+        // One that reached nothing leaves the rates' estimate.
+        let e = measured(&rates, &Probe { reached: 0.0, ..p }, 1e9);
+        assert_eq!(e, rates);
+    }
+
     /// `est`'s estimate of `c`, checked against a fresh one.
     fn cached_as_fresh(est: &mut Estimator, c: &RunConfig) -> Estimate {
         let a = est
@@ -336,10 +510,14 @@ pub fn describe(e: &Estimate) -> String {
             e.horizon
         ),
         None => format!(
-            "~{} (the reference to t = {} s, ~{:.3e} steps, at most its max_steps)",
+            "~{} (the reference to t = {} s, ~{:.3e} steps, at most its max_steps{})",
             human(e.seconds),
             e.horizon,
-            e.steps
+            e.steps,
+            match e.probed {
+                Some(t) => format!("; its rate measured over t = 0..{t:.3e} s"),
+                None => String::new(),
+            }
         ),
     }
 }

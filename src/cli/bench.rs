@@ -115,6 +115,9 @@ fn plan(a: &BenchArgs) -> Result<BenchPlan> {
 
 pub fn run(a: BenchArgs) -> Result<ExitCode> {
     let plan = plan(&a)?;
+    if let Some(out) = &a.out {
+        metachron::dataset::refuse_inside_dataset(out, "--out")?;
+    }
     // Created (and so checked) before any measurement.
     let pending = a.out.as_deref().map(PendingFile::create).transpose()?;
     let machine = Machine::this();

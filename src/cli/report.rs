@@ -92,6 +92,7 @@ impl Replayer for CliReplayer<'_> {
 }
 
 pub fn run(a: ReportArgs) -> Result<ExitCode> {
+    metachron::dataset::refuse_inside_dataset(&a.out, "--out")?;
     if !a.dir.is_dir() {
         bail!(
             "{}: not a directory (give the --out DIR of a sweep)",

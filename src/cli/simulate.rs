@@ -115,6 +115,8 @@ pub(super) struct Plan {
     pub print: bool,
     /// What the run will cost (checked against --max-estimate; `None`: not estimated).
     pub estimate: Option<metachron::cost::Estimate>,
+    /// The wall-time budget set for a run asked for none (`cost::default_budget`).
+    pub default_budget: Option<f64>,
 }
 
 fn plan(a: SimulateArgs) -> Result<Plan> {
@@ -163,8 +165,14 @@ fn plan(a: SimulateArgs) -> Result<Plan> {
     }
     let engine = a.gpu.engine(a.backend)?;
     let estimate = check_cost(&cfg, a.backend, &a.estimate)?;
+    // The reference's cost is measured, never known: without --point-timeout a run far
+    // past its estimate ends as budget_exceeded (`cost::default_budget`).
+    let default_budget = (a.backend == Backend::Reference && cfg.point_timeout.is_none())
+        .then(|| metachron::cost::default_budget(&estimate));
+    cfg.point_timeout = cfg.point_timeout.or(default_budget);
     let mut plan = plan_outputs(cfg, engine, a.outputs)?;
     plan.estimate = Some(estimate);
+    plan.default_budget = default_budget;
     Ok(plan)
 }
 
@@ -178,12 +186,18 @@ pub(super) fn plan_outputs(cfg: RunConfig, engine: Engine, o: OutputArgs) -> Res
              does not keep (it accumulates the metrics on the device); use --backend cpu for them"
         );
     }
-    // The Parquet outputs stay out of every dataset: its readers' `DIR/**/*.parquet`
-    // would count their rows as the dataset's.
-    for (path, what) in [(&o.out, "--out"), (&o.metrics, "--metrics")] {
+    // Every output stays out of every dataset (`dataset::refuse_inside_dataset`).
+    for (path, what) in [
+        (&o.out, "--out"),
+        (&o.metrics, "--metrics"),
+        (&o.animate, "--animate"),
+    ] {
         if let Some(path) = path {
             metachron::dataset::refuse_inside_dataset(path, what)?;
         }
+    }
+    if let Some(dir) = &o.snapshots {
+        metachron::dataset::refuse_dir_inside_dataset(dir, "--snapshots")?;
     }
     let animation = AnimationSettings {
         fps: o.animate_fps,
@@ -216,6 +230,7 @@ pub(super) fn plan_outputs(cfg: RunConfig, engine: Engine, o: OutputArgs) -> Res
         extra_metadata: Vec::new(),
         print: true,
         estimate: None,
+        default_budget: None,
     })
 }
 
@@ -226,9 +241,15 @@ fn check_cost(
     backend: Backend,
     args: &super::estimate::EstimateArgs,
 ) -> Result<metachron::cost::Estimate> {
-    use metachron::cost::{estimate, Mode, MEASURED};
+    use metachron::cost::{estimate, estimate_solo, Mode, MEASURED};
     let limit = args.limit()?;
+    // Derived values are refused before the reference's probe runs.
     let e = estimate(cfg, backend, Mode::Solo, &MEASURED)?;
+    let e = if backend == Backend::Reference {
+        estimate_solo(cfg, backend, &MEASURED)?
+    } else {
+        e
+    };
     super::estimate::enforce("the run", &e, limit, cfg.point_timeout)?;
     Ok(e)
 }
@@ -299,8 +320,13 @@ pub(super) fn execute(plan: &Plan) -> Result<PointResult> {
         eprintln!(
             "estimate: {}{}",
             super::estimate::describe(&est),
-            match cfg.point_timeout {
-                Some(t) if t < est.seconds => format!("; --point-timeout {t} ends it sooner"),
+            match (cfg.point_timeout, plan.default_budget) {
+                (Some(t), None) if t < est.seconds =>
+                    format!("; --point-timeout {t} ends it sooner"),
+                (Some(t), Some(_)) => format!(
+                    "; it ends as budget_exceeded after {} (--point-timeout sets another budget)",
+                    metachron::cost::human(t)
+                ),
                 _ => String::new(),
             }
         );
@@ -568,14 +594,18 @@ fn print_summary(plan: &Plan, r: &PointResult) {
         m.status.time()
     };
     let rate = reached / r.wall_seconds;
+    let estimated = match &plan.estimate {
+        Some(e) => format!(", estimated {}", metachron::cost::human(e.seconds)),
+        None => String::new(),
+    };
     if s.fixed_step > 0.0 {
         println!(
-            "fixed step: {} steps of {:.4e} s | wall {:.2} s ({rate:.3} robot-s per s)",
+            "fixed step: {} steps of {:.4e} s | wall {:.2} s{estimated} ({rate:.3} robot-s per s)",
             s.steps, s.fixed_step, r.wall_seconds
         );
     } else {
         println!(
-            "solver: {} steps ({} rejected), {} contact events, {} rhs, {} jacobians, {} LU, {} newton its | wall {:.2} s ({rate:.3} robot-s per s)",
+            "solver: {} steps ({} rejected), {} contact events, {} rhs, {} jacobians, {} LU, {} newton its | wall {:.2} s{estimated} ({rate:.3} robot-s per s)",
             s.steps,
             s.rejected_steps,
             s.contact_events,

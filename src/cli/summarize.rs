@@ -36,6 +36,10 @@ pub struct SummarizeArgs {
 }
 
 pub fn run(a: SummarizeArgs) -> Result<ExitCode> {
+    // Refused before the dataset is read (`write_summary` checks it again).
+    if let Some(out) = &a.out {
+        metachron::dataset::refuse_inside_dataset(out, "the summary")?;
+    }
     if !a.dir.is_dir() {
         bail!(
             "{}: not a directory (give the --out DIR of a sweep)",

@@ -66,20 +66,39 @@ pub fn enclosing_dataset(path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Refuse `out` (`what` names its option) inside a dataset directory: the dataset's
-/// readers (`DIR/**/*.parquet` in DuckDB or polars) would count what it holds as rows.
+/// Refuse `out` (`what` names its option) inside a dataset directory. Every output
+/// that is not the dataset's own is refused there, whatever its kind: a Parquet file
+/// would be counted as rows by the readers' `DIR/**/*.parquet` (DuckDB, polars), and a
+/// picture, page or GIF is a file the dataset's checksums, `check` and copies do not
+/// account for. One rule for all outputs keeps the directory exactly what the sweep
+/// wrote.
 pub fn refuse_inside_dataset(out: &Path, what: &str) -> Result<(), OutputError> {
     match enclosing_dataset(out) {
         None => Ok(()),
         Some(ds) => Err(OutputError::Invalid {
             path: out.display().to_string(),
             message: format!(
-                "{what} is inside the dataset {}: a query over its `**/*.parquet` files would \
-                 count these rows too; write it outside the dataset's directory",
+                "{what} is inside the dataset {}: a dataset's directory holds only what its \
+                 sweep wrote (a query over its `**/*.parquet` files would count more rows, \
+                 and `check` would meet files it does not know); write it outside the \
+                 dataset's directory",
                 ds.display()
             ),
         }),
     }
+}
+
+/// Refuse the output directory `dir` (`what` names its option) when it is a dataset's
+/// directory or lies inside one: the files written into it would be inside the dataset.
+pub fn refuse_dir_inside_dataset(dir: &Path, what: &str) -> Result<(), OutputError> {
+    // A name inside `dir` is inside a dataset exactly when `dir` is one or lies in one.
+    refuse_inside_dataset(&dir.join(schema::MANIFEST_FILE), what).map_err(|e| match e {
+        OutputError::Invalid { message, .. } => OutputError::Invalid {
+            path: dir.display().to_string(),
+            message,
+        },
+        other => other,
+    })
 }
 
 /// A dataset that cannot be opened, verified or read. Messages name the directory or

@@ -1036,8 +1036,8 @@ fn check_table(ds: &Rows, out: &Path) -> Result<(), OutputError> {
 pub const MAX_BINS: usize = 500;
 
 /// Refuse an output the map cannot write, before any work: a name that does not end
-/// in `.png` or `.svg` (a `.jpg` would hold a PNG), or a path that is not a new name
-/// or a regular file.
+/// in `.png` or `.svg` (a `.jpg` would hold a PNG), a path inside a dataset's
+/// directory, or a path that is not a new name or a regular file.
 pub fn check_out(out: &Path) -> Result<(), OutputError> {
     let ext = out
         .extension()
@@ -1048,6 +1048,7 @@ pub fn check_out(out: &Path) -> Result<(), OutputError> {
             "a map is written as PNG or SVG: give a file name ending in .png or .svg",
         ));
     }
+    crate::dataset::refuse_inside_dataset(out, "the map")?;
     crate::output_file::check_target(out)
 }
 

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::batch::Engine;
-use crate::cost::{enforce, Estimate, Estimator, Mode, Rates, MEASURED};
+use crate::cost::{default_budget, enforce, Estimate, Estimator, Mode, Rates, MEASURED};
 use crate::gpu_rate::{cache_file, gpu_rate, ProbeError, Probed};
+use crate::simulate::Backend;
 use crate::sweep::run::{self, RunOptions};
 use crate::sweep::{Plan, PlannedPoint, Shard, SweepError, SweepSpec};
 
@@ -55,7 +56,7 @@ pub fn set_up(req: &Request) -> Result<Setup, SweepError> {
 /// [`set_up`] for a sweep already read (from text, say: `req.file` is not read).
 pub fn set_up_spec(spec: SweepSpec, req: &Request) -> Result<Setup, SweepError> {
     let spec = apply_run_options(spec, req)?;
-    let plan = Plan::for_shard(&spec, req.shard)?;
+    let mut plan = Plan::for_shard(&spec, req.shard)?;
     let opts = run_options(req, &plan)?;
     let gpu_rate = gpu_rate(&req.engine, cache_file().as_deref());
     let rates = match &gpu_rate {
@@ -63,6 +64,16 @@ pub fn set_up_spec(spec: SweepSpec, req: &Request) -> Result<Setup, SweepError> 
         _ => MEASURED,
     };
     let estimates = estimate_points(&spec, &plan.shard(req.shard), req, &rates)?;
+    // The reference's cost is measured, never known: a point asked for no budget gets
+    // `cost::default_budget`, and one far past its estimate ends as budget_exceeded in
+    // its row while the sweep goes on.
+    if req.engine.backend() == Backend::Reference && spec.config.point_timeout.is_none() {
+        for p in &mut plan.points {
+            if let Some(e) = estimates.get(&p.point_id) {
+                p.cfg.point_timeout = Some(default_budget(e));
+            }
+        }
+    }
     Ok(Setup {
         spec,
         plan,

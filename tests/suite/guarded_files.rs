@@ -374,6 +374,59 @@ fn nothing_is_written_inside_a_dataset_that_its_readers_would_count() {
             assert!(!inner.exists(), "{a:?}");
         }
     }
+    // Every other output too (pictures, the page, the GIF, benchmarks): one rule for
+    // every file the dataset's sweep did not write, the path named in the error.
+    let ds_s = s(&ds);
+    let png = ds.join("m.png");
+    let svg = ds.join("shard=0/m.svg");
+    let html = ds.join("report.html");
+    let gif = ds.join("walk.gif");
+    let pics = ds.join("pics");
+    let bench = ds.join("bench.parquet");
+    let map = ["map", ds_s, "--x", "alpha", "--y", "beta", "--out"];
+    let cases: Vec<(Vec<&str>, &Path)> = vec![
+        ([&map[..], &[s(&png)]].concat(), &png),
+        ([&map[..], &[s(&svg)]].concat(), &svg),
+        (vec!["report", ds_s, "--out", s(&html)], &html),
+        (
+            vec!["simulate", "--set", "t_final=0.01", "--animate", s(&gif)],
+            &gif,
+        ),
+        (
+            vec!["replay", ds_s, "--point", "0", "--animate", s(&gif)],
+            &gif,
+        ),
+        (
+            vec!["simulate", "--set", "t_final=0.01", "--snapshots", s(&pics)],
+            &pics,
+        ),
+        (
+            vec!["replay", ds_s, "--point", "0", "--snapshots", ds_s],
+            &ds,
+        ),
+        (vec!["bench", "--out", s(&bench)], &bench),
+    ];
+    // The readers' verification cache (a hidden file of the dataset's own) may change.
+    let visible = |p: &Path| {
+        !p.file_name()
+            .is_some_and(|n| s(Path::new(n)).starts_with('.'))
+    };
+    let before = common::files_under(&ds, &visible);
+    for (args, target) in &cases {
+        let o = bin_within(args, 60);
+        let msg = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {msg}");
+        assert!(
+            msg.contains("inside the dataset") && msg.contains(s(target)),
+            "{args:?}: {msg}"
+        );
+    }
+    assert_eq!(
+        common::files_under(&ds, &visible),
+        before,
+        "nothing was added to the dataset"
+    );
+    assert!(!pics.exists());
     // Beside the dataset is fine, and the dataset is still clean.
     let o = bin_within(
         &["summarize", s(&ds), "--out", s(&dir.join("sum.parquet"))],
