@@ -359,7 +359,7 @@ fn adaptive_repeats_stop_at_the_requested_width_and_resume() {
         y: "k_p".into(),
         metric: "fraction:metachronal".into(),
     };
-    let png = full.join("fraction.png");
+    let png = scratch("adaptive-full-map").join("fraction.png");
     let opts = MapOptions {
         ci_width: Some(0.3),
         ..MapOptions::default()
@@ -591,7 +591,7 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
         y: "k_p".into(),
         metric: "fraction:metachronal".into(),
     };
-    let svg = full.join("fraction.svg");
+    let svg = scratch("fraction-full-map").join("fraction.svg");
     let m = draw_map_with(&ds, &req, &MapOptions::default(), &svg).unwrap();
     let counts: Vec<usize> = by_combo.values().map(Vec::len).collect();
     assert_eq!(m.cells, by_combo.len());
@@ -630,7 +630,7 @@ fn fraction_refinement_with_adaptive_repeats_splits_where_the_fraction_changes()
         "title lacks `{runs}`: {texts:?}"
     );
     // Binned 2 x 2: every row in one cell, counts summing to the rows.
-    let png = full.join("binned.png");
+    let png = scratch("fraction-full-binned").join("binned.png");
     let b = draw_map_with(
         &ds,
         &req,

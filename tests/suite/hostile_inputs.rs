@@ -690,7 +690,8 @@ mod probe {
             .stdout
             .lines()
             .find_map(|l| l.trim().strip_prefix("max inextensibility"))
-            .and_then(|x| x.trim().parse::<f64>().ok());
+            // The value, then its unit ("(dimensionless)").
+            .and_then(|x| x.split_whitespace().next()?.parse::<f64>().ok());
         if ok && !inext.is_some_and(|x| x <= MAX_INEXTENSIBILITY) {
             t.ok_above_limit.push(format!("{what}: |V|/l = {inext:?}"));
         }

@@ -227,7 +227,9 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
     assert_eq!(rows::read_unverified(&dir).unwrap().len(), 24);
 
     // Maps: a numeric metric (repeats averaged, log x) and the class.
-    let png = dir.join("maps/lag.png");
+    // Pictures go beside the dataset: its directory holds only what the sweep wrote.
+    let maps = scratch("roundtrip-maps");
+    let png = maps.join("lag.png");
     let s = draw_map(
         &ds,
         &MapRequest {
@@ -249,7 +251,7 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
             y: "actuated".into(),
             metric: "class".into(),
         },
-        &dir.join("maps/class.png"),
+        &maps.join("class.png"),
     )
     .unwrap();
     assert_eq!(s.filled_cells, 12);
@@ -260,7 +262,7 @@ fn parts_are_typed_with_units_and_self_describing_metadata() {
             y: "gamma".into(),
             metric: "class".into(),
         },
-        &dir.join("maps/bad.png"),
+        &maps.join("bad.png"),
     )
     .unwrap_err();
     assert!(e.to_string().contains("no column `gamma`"), "{e}");
