@@ -376,7 +376,14 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
     // In lanes (`trig`, within 2⁻⁵¹ of libm's sincos, which `model::body` calls).
     let (sin, cos) = super::trig::sin_cos::<W, F>(body[2]);
     let sc = [sin, cos];
-    let base = |i: usize| [q[i * l], q[i * l + 2 * nn]];
+    // Leg i's base and a body point in the world (macros, not closures: a closure is
+    // not always inlined, and one that is not loses the kernel's target features).
+    macro_rules! base {
+        ($i:expr) => {{
+            let i = $i;
+            [q[i * l], q[i * l + 2 * nn]]
+        }};
+    }
     let mut load = [L::zero(); 3];
     // A spring from leg base `leg` to body point `bp`: force on the base, reaction
     // and its torque about the centre of mass on the body.
@@ -398,12 +405,16 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
         load[1] -= f[1];
         load[2] -= (b[0] - body[0]) * f[1] - (b[1] - body[1]) * f[0];
     }
-    let bp = |j: usize| world(body, sc, *m.b_points[j]);
+    macro_rules! bp {
+        ($j:expr) => {
+            world(body, sc, *m.b_points[$j])
+        };
+    }
     base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
     // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
     to_body(
-        base(0),
-        bp(0),
+        base!(0),
+        bp!(0),
         body,
         m.p.alpha,
         m.p.l_alpha,
@@ -411,7 +422,7 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
         &mut load,
     );
     for i in 1..n {
-        let f = spring_force(m.p.alpha, m.p.l_alpha, base(i), base(i - 1));
+        let f = spring_force(m.p.alpha, m.p.l_alpha, base!(i), base!(i - 1));
         base_force[i][0] += f[0];
         base_force[i][1] += f[1];
         base_force[i - 1][0] -= f[0];
@@ -419,8 +430,8 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
     }
     let last = &mut base_force[n - 1];
     to_body(
-        base(n - 1),
-        bp(n + 1),
+        base!(n - 1),
+        bp!(n + 1),
         body,
         m.p.alpha,
         m.p.l_alpha,
@@ -429,8 +440,8 @@ fn spring_loads<const W: usize, const F: bool, const NN: usize>(
     );
     for (i, bf) in base_force.iter_mut().enumerate() {
         to_body(
-            base(i),
-            bp(i + 1),
+            base!(i),
+            bp!(i + 1),
             body,
             m.p.beta,
             m.p.l_beta,
@@ -502,8 +513,20 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     let vb = [v[o], v[o + 1], v[o + 2]];
     let (sin, cos) = super::trig::sin_cos::<W, F>(body[2]);
     let sc = [sin, cos];
-    let base = |i: usize| [q[i * l], q[i * l + 2 * nn]];
-    let base_v = |i: usize| [v[i * l], v[i * l + 2 * nn]];
+    // A leg's base, its velocity, and a spring's ends on the body (macros, as in
+    // `spring_loads`).
+    macro_rules! base {
+        ($i:expr) => {{
+            let i = $i;
+            [q[i * l], q[i * l + 2 * nn]]
+        }};
+    }
+    macro_rules! base_v {
+        ($i:expr) => {{
+            let i = $i;
+            [v[i * l], v[i * l + 2 * nn]]
+        }};
+    }
     let alpha = [m.p.alpha, m.p.alpha_cubic, m.p.alpha_damping, m.p.l_alpha];
     let beta = [m.p.beta, m.p.beta_cubic, m.p.beta_damping, m.p.l_beta];
     let mut acc = BodyLoad {
@@ -514,24 +537,33 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     };
     base_force.iter_mut().for_each(|f| *f = [L::zero(); 2]);
     body_pull.iter_mut().for_each(|g| *g = [L::zero(); 6]);
-    let ends = |i: usize, j: usize| BodyEnd {
-        base: base(i),
-        base_v: base_v(i),
-        point: world(body, sc, *m.b_points[j]),
-        body,
-        body_v: vb,
-    };
+    macro_rules! ends {
+        ($i:expr, $j:expr) => {{
+            let (i, j) = ($i, $j);
+            BodyEnd {
+                base: base!(i),
+                base_v: base_v!(i),
+                point: world(body, sc, *m.b_points[j]),
+                body,
+                body_v: vb,
+            }
+        }};
+    }
     // Order of `model::springs::springs`: α_1, α_2..α_N, α_{N+1}, β_1..β_N.
     to_body_law::<W, F>(
         alpha,
-        ends(0, 0),
+        ends!(0, 0),
         &mut base_force[0],
         &mut body_pull[0],
         &mut acc,
     );
     let mut between_legs = L::zero();
     for i in 1..n {
-        let s = law_force(alpha, [base(i), base(i - 1)], [base_v(i), base_v(i - 1)]);
+        let s = law_force(
+            alpha,
+            [base!(i), base!(i - 1)],
+            [base_v!(i), base_v!(i - 1)],
+        );
         between_legs += s.power;
         base_force[i][0] += s.force[0];
         base_force[i][1] += s.force[1];
@@ -541,7 +573,7 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     let last = n - 1;
     to_body_law::<W, F>(
         alpha,
-        ends(last, n + 1),
+        ends!(last, n + 1),
         &mut base_force[last],
         &mut body_pull[last],
         &mut acc,
@@ -549,7 +581,7 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     for i in 0..n {
         to_body_law::<W, F>(
             beta,
-            ends(i, i + 1),
+            ends!(i, i + 1),
             &mut base_force[i],
             &mut body_pull[i],
             &mut acc,
@@ -557,7 +589,7 @@ fn spring_loads_law<const W: usize, const F: bool, const NN: usize>(
     }
     acc.dissipation += between_legs;
     for (i, bf) in base_force.iter_mut().enumerate() {
-        let u = base_v(i);
+        let u = base_v!(i);
         bf[0] = m.d.base_damping_explicit.mul_add::<F>(u[0], bf[0]);
         bf[1] = m.d.base_damping_explicit.mul_add::<F>(u[1], bf[1]);
     }
