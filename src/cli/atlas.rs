@@ -9,10 +9,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use metachron::cost::human;
 use metachron::sweep::atlas::{
     run_adaptive, run_refined, AdaptiveOutcome, LevelReport, Progress, RefineOutcome,
 };
-use metachron::sweep::refine::level0_plan;
+use metachron::sweep::refine::{level0_plan, most_points};
 use metachron::sweep::run::RunOptions;
 use metachron::sweep::{Plan, SweepSpec};
 
@@ -28,6 +29,33 @@ pub fn bar_style() -> ProgressStyle {
             let _ = write!(w, "{:.2} points/s", s.per_sec());
         },
     )
+}
+
+/// What some points of an atlas sweep cost, and where they run.
+pub struct Cost {
+    pub seconds: f64,
+    pub on: String,
+}
+
+/// The estimate of an atlas sweep: its later levels or rounds depend on its results, so
+/// it is the most that all of them may run (`most` points, at the mean estimate of the
+/// first stage's points) and the first stage's (`first` points, named `stage`).
+fn print_estimate(
+    stage: &str,
+    first: usize,
+    most: usize,
+    cost: &dyn Fn(usize) -> Cost,
+    dry_run: bool,
+) {
+    let (all, first_cost) = (cost(most), cost(first));
+    if dry_run || all.seconds > super::estimate::SHOW_ABOVE {
+        println!(
+            "estimated time: ~{} on {} at most ({most} points, each at {stage}'s mean estimate); {stage}: ~{}",
+            human(all.seconds),
+            all.on,
+            human(first_cost.seconds)
+        );
+    }
 }
 
 /// A progress bar per stage (drawn on stderr only when it is a terminal), and one
@@ -85,6 +113,7 @@ pub fn run(
     opts: &RunOptions,
     dry_run: bool,
     quiet: bool,
+    cost: &dyn Fn(usize) -> Cost,
 ) -> Result<ExitCode> {
     let start = Instant::now();
     let out = opts.out.display().to_string();
@@ -95,14 +124,24 @@ pub fn run(
     };
     if let Some(r) = &spec.refine {
         let level0 = level0_plan(spec)?;
-        let level0 = match spec.adaptive {
-            Some(a) => format!(
-                "{} combinations with {a}",
-                level0.points.len() / a.max.max(1)
+        let (described, first) = match spec.adaptive {
+            Some(a) => {
+                let combos = level0.points.len() / a.max.max(1);
+                (format!("{combos} combinations with {a}"), combos * a.min)
+            }
+            None => (
+                format!("{} points", level0.points.len()),
+                level0.points.len(),
             ),
-            None => format!("{} points", level0.points.len()),
         };
-        println!("sweep `{}`: {r}; level 0: {level0}", spec.name);
+        println!("sweep `{}`: {r}; level 0: {described}", spec.name);
+        print_estimate(
+            "level 0",
+            first,
+            most_points(spec)?.max(first),
+            cost,
+            dry_run,
+        );
         if dry_run {
             println!("later levels depend on the results: nothing run (--dry-run)");
             return Ok(ExitCode::SUCCESS);
@@ -133,6 +172,13 @@ pub fn run(
         "sweep `{}`: {} combinations, {a}",
         spec.name,
         spec.combinations(),
+    );
+    print_estimate(
+        "the first round",
+        spec.combinations() * a.min,
+        spec.combinations() * a.max,
+        cost,
+        dry_run,
     );
     if dry_run {
         println!(

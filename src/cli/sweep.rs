@@ -229,6 +229,31 @@ fn print_total(work: &Work, costs: &[f64], batch: usize, gpu: Option<&Result<Pro
     }
 }
 
+/// `points` points at `mean` estimated seconds each, and where they run: on the gpu
+/// at the adapter's rate (the batch runs them in parallel already) plus each chunk's
+/// setup; on the cpu one point per thread.
+fn spread(
+    points: usize,
+    mean: f64,
+    batch: usize,
+    gpu: Option<&Result<Probed, ProbeError>>,
+) -> super::atlas::Cost {
+    let robot_s = points as f64 * mean;
+    match gpu {
+        Some(Ok(p)) => super::atlas::Cost {
+            seconds: p.rate.chunk * points.div_ceil(batch.max(1)) as f64 + robot_s,
+            on: p.adapter.clone(),
+        },
+        _ => {
+            let threads = rayon::current_num_threads().max(1);
+            super::atlas::Cost {
+                seconds: (robot_s / threads as f64).max(mean.min(robot_s)),
+                on: format!("{threads} CPU threads"),
+            }
+        }
+    }
+}
+
 /// --dry-run: the estimates, and what --validate would add; nothing runs.
 fn print_dry_run(
     a: &SweepArgs,
@@ -402,7 +427,10 @@ pub fn run(a: SweepArgs) -> Result<ExitCode> {
         if a.validate.is_some() {
             bail!("--validate: not supported with [refine] or adaptive repeats yet");
         }
-        return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet);
+        let mean =
+            estimates.values().map(|e| e.seconds).sum::<f64>() / estimates.len().max(1) as f64;
+        let cost = |points: usize| spread(points, mean, opts.batch, gpu_rate.as_ref());
+        return super::atlas::run(&spec, &plan, &opts, a.dry_run, a.quiet, &cost);
     }
     let work = if a.dry_run {
         run::preview(&spec, &plan, &opts)?

@@ -8,6 +8,7 @@ use crate::dataset::{rows, verify};
 use crate::sweep::adaptive::{classes_by_id, pending};
 use crate::sweep::refine::{LevelPlan, Refiner};
 use crate::sweep::run::{self, RunOptions};
+use crate::sweep::setup::budget_reference_points;
 use crate::sweep::{Plan, PlannedPoint, SweepError, SweepSpec};
 
 /// What a running atlas sweep reports as it goes (the CLI draws it; tests ignore it).
@@ -104,6 +105,11 @@ fn run_stage(
     chunks_left: &mut Option<usize>,
     progress: &mut dyn Progress,
 ) -> Result<Ran, SweepError> {
+    // Points planned from results get the reference's default budget as a plain
+    // sweep's do.
+    let mut plan = plan.clone();
+    budget_reference_points(spec, opts.engine.backend(), &mut plan.points)?;
+    let plan = &plan;
     // `work` takes the shard's lock and refuses a foreign or unflagged dataset.
     let work = run::work(spec, plan, opts)?;
     let mut ran = Ran {

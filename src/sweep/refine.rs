@@ -361,6 +361,18 @@ impl<'a> Refiner<'a> {
     }
 }
 
+/// The most points a refined sweep may plan in all levels: `max_points`, or every point
+/// of its finest lattice (at its repeats) where that has fewer.
+pub fn most_points(spec: &SweepSpec) -> Result<usize, SweepError> {
+    let r = Refiner::new(spec)?;
+    let fine = r
+        .lat
+        .sizes
+        .iter()
+        .fold(spec.repeats, |acc, &n| acc.saturating_mul(n));
+    Ok(fine.min(r.r.max_points))
+}
+
 /// The level-0 points of a refined sweep (its axes' grid, with lattice ids).
 pub fn level0_plan(spec: &SweepSpec) -> Result<Plan, SweepError> {
     Ok(Refiner::new(spec)?.level0()?.plan)

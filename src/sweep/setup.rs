@@ -64,16 +64,7 @@ pub fn set_up_spec(spec: SweepSpec, req: &Request) -> Result<Setup, SweepError> 
         _ => MEASURED,
     };
     let estimates = estimate_points(&spec, &plan.shard(req.shard), req, &rates)?;
-    // The reference's cost is measured, never known: a point asked for no budget gets
-    // `cost::default_budget`, and one far past its estimate ends as budget_exceeded in
-    // its row while the sweep goes on.
-    if req.engine.backend() == Backend::Reference && spec.config.point_timeout.is_none() {
-        for p in &mut plan.points {
-            if let Some(e) = estimates.get(&p.point_id) {
-                p.cfg.point_timeout = Some(default_budget(e));
-            }
-        }
-    }
+    budget_reference_points(&spec, req.engine.backend(), &mut plan.points)?;
     Ok(Setup {
         spec,
         plan,
@@ -155,6 +146,37 @@ fn estimate_points(
         out.insert(p.point_id, e);
     }
     Ok(out)
+}
+
+/// The reference's cost is measured, never known: on the reference, a point of a sweep
+/// asked for no budget (no `point_timeout`) gets [`default_budget`] of its estimate, and
+/// one far past that ends as budget_exceeded in its row while the sweep goes on. The
+/// points of refinement levels and adaptive rounds, planned as the sweep runs, get
+/// theirs here too.
+pub fn budget_reference_points(
+    spec: &SweepSpec,
+    backend: Backend,
+    points: &mut [PlannedPoint],
+) -> Result<(), SweepError> {
+    if backend != Backend::Reference || spec.config.point_timeout.is_some() {
+        return Ok(());
+    }
+    let mut estimator = Estimator::default();
+    for p in points {
+        let e = estimator
+            .estimate(&p.cfg, backend, Mode::Batch, &MEASURED)
+            .map_err(|source| SweepError::Estimate {
+                point: format!(
+                    "{}: point {} ({})",
+                    spec.file,
+                    p.point_id,
+                    point_label(spec, p)
+                ),
+                source,
+            })?;
+        p.cfg.point_timeout = Some(default_budget(&e));
+    }
+    Ok(())
 }
 
 /// "k_m = 1e12, alpha = 50": the point's values on the swept axes.

@@ -138,7 +138,10 @@ fn extreme_set_values_are_refused_by_name_or_run_and_end() {
         // Stiff legs need a tiny step: a run estimated at most of an hour is refused
         // above a ten-minute limit (the reference's estimate is measured on this
         // machine, so the limit leaves it a factor 5 of room) ...
-        (&["k_m=1e9", "--max-estimate", "600"], Refused("--max-estimate")),
+        (
+            &["k_m=1e9", "--max-estimate", "600"],
+            Refused("--max-estimate"),
+        ),
         // ... and one bounded by --point-timeout runs and ends.
         (&["k_m=1e9", "t_final=50", "--point-timeout", "2"], Ends),
         (&["t_final=1e8", "--point-timeout", "2"], Ends),
@@ -457,7 +460,7 @@ mod probe {
         pub refused_by_estimate: usize,
         pub ran: usize,
         pub not_ok: usize,
-        /// Runs that printed no estimate (refined sweeps).
+        /// Runs that printed no estimate.
         pub no_estimate: usize,
         pub panics: Vec<String>,
         pub backtraces: Vec<String>,
@@ -535,8 +538,8 @@ mod probe {
         /// Hold a run's wall time against its printed estimate (at least `floor`).
         fn hold(&mut self, what: &str, o: &Finished, floor: f64) {
             let Some(est) = o.estimate else {
-                // A refined sweep prints no estimate (its later levels depend on its
-                // results): counted, and held to the watchdog alone.
+                // A run that printed no estimate: counted, and held to the watchdog
+                // alone.
                 self.no_estimate += 1;
                 if o.killed {
                     self.over_10x
@@ -705,8 +708,9 @@ mod probe {
     /// huge count), a line dropped or doubled, an unknown key, an axis named twice, a
     /// section or array of tables repeated.
     pub fn sweep_mutation(r: &mut Rng) -> String {
-        // Half of them without the refinement: a refined sweep prints no estimate (its
-        // later levels depend on its results), a plain one is held to its estimate.
+        // Half of them without the refinement: a refined sweep is held to the most its
+        // levels may cost (its later levels depend on its results), a plain one to its
+        // points' estimate.
         let base = if r.below(2) == 0 {
             SWEEP
         } else {
@@ -772,7 +776,8 @@ mod probe {
         let out = dir.join(format!("out-{k}"));
         let args = ["sweep".into(), f, "--out".into(), out.display().to_string()];
         let mut o = run(&args, "estimated time: ");
-        // A refined sweep prints its estimate in its plan (`--dry-run`), not as it runs.
+        // A sweep prints its estimate in its plan (`--dry-run`), and as it runs only
+        // above a few seconds.
         o.estimate = o.estimate.or(planned);
         t.hold(&what, &o, SWEEP_FLOOR);
         if o.code != Some(0) {

@@ -210,3 +210,60 @@ fn device_faults_split_the_batch_then_fall_back_per_point() {
     assert_eq!(fell_back, vec![107.0]);
     assert!(device_calls.iter().all(|&n| n >= 1) && device_calls[0] == 10);
 }
+
+/// A refined sweep on the reference plans its later levels from its results, and every
+/// level's points get the default budget a plain sweep's get: a robot whose estimate
+/// is a fraction of a second but whose penalty (lambda = 1e10) makes the reference
+/// crawl for minutes ends as budget_exceeded after the least budget (10 s), in its row.
+#[test]
+fn refined_reference_points_end_at_the_default_budget() {
+    let dir = scratch("refined-budget");
+    let file = dir.join("stiff.toml");
+    std::fs::write(
+        &file,
+        "name = \"stiff\"\n[base]\nn_legs = 3\nn_nodes = 3\nt_final = 0.2\nlambda = 1e10\n\
+         [[axes]]\nparam = \"alpha\"\nlinspace = { start = 50.0, stop = 100.0, num = 2 }\n\
+         [refine]\nmax_level = 1\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let start = std::time::Instant::now();
+    let o = common::bin::command()
+        .args(["sweep", file.to_str().unwrap(), "--backend", "reference"])
+        .args(["--out", out.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    let wall = start.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        wall < 10.0 * metachron::cost::MIN_BUDGET,
+        "{wall:.1} s: the points ran past their budget"
+    );
+    let ds = rows::read_unverified(&out).unwrap();
+    assert_eq!(ds.len(), 2);
+    match ds.column("status") {
+        Some(Column::Text(s)) => assert!(
+            s.iter().all(|s| s == "budget_exceeded"),
+            "{s:?} after {wall:.1} s"
+        ),
+        _ => panic!("status"),
+    }
+    // Its plan says what all levels may cost: level 1 halves the one refined axis'
+    // interval, so at most 3 points (the level-0 pair and their midpoint).
+    let o = common::bin::command()
+        .args([
+            "sweep",
+            file.to_str().unwrap(),
+            "--backend",
+            "reference",
+            "--dry-run",
+        ])
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        plan.contains("estimated time: ~")
+            && plan.contains("at most (3 points, each at level 0's mean estimate); level 0: ~"),
+        "{plan}"
+    );
+}
