@@ -17,7 +17,7 @@ use crate::dataset::{Column, Rows};
 use crate::error::OutputError;
 use crate::metrics::{Class, WaveSense};
 use crate::sweep::summary::{wilson, Z95};
-use crate::vocabulary::metric;
+use crate::vocabulary::{self as voc, metric};
 
 mod panels;
 pub use panels::{draw_panels, MAX_PANELS};
@@ -87,10 +87,14 @@ fn err(path: &Path, message: impl std::fmt::Display) -> OutputError {
     }
 }
 
-/// One axis of the map: cells in plotting coordinates (log10 when log).
+/// One axis of the map: cells in plotting coordinates (degrees for an angle, then
+/// log10 when log).
 struct MapAxis {
     name: String,
     log: bool,
+    /// The parameter is an angle, stored in radians and drawn in degrees (every picture
+    /// shows angles in one unit).
+    degrees: bool,
     /// Categorical labels (text columns), else empty.
     categories: Vec<String>,
     /// Cell edges (len = cells + 1) in plotting coordinates; the first and last are
@@ -132,6 +136,7 @@ impl MapAxis {
                 MapAxis {
                     name: name.into(),
                     log: false,
+                    degrees: false,
                     edges: (0..=cats.len()).map(|i| i as f64 - 0.5).collect(),
                     coord: cell_of_row
                         .iter()
@@ -142,16 +147,29 @@ impl MapAxis {
                 }
             }
             Column::Num(v) => {
-                let mut d: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+                let degrees = crate::params::spec(name).is_some_and(|s| s.unit == voc::RADIANS);
+                let shown = |x: f64| {
+                    if degrees {
+                        voc::shown_value(voc::RADIANS, x)
+                    } else {
+                        x
+                    }
+                };
+                let mut d: Vec<f64> = v
+                    .iter()
+                    .map(|&x| shown(x))
+                    .filter(|x| x.is_finite())
+                    .collect();
                 d.sort_by(f64::total_cmp);
                 d.dedup();
                 let log = looks_log(&d);
+                // `d` is in the shown unit already; a row's value is not.
                 let tr = |x: f64| if log { x.log10() } else { x };
                 let mut d: Vec<f64> = d.into_iter().map(tr).collect();
                 let scale = d.iter().fold(0.0f64, |a, &x| a.max(x.abs())).max(1e-300);
                 d.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * scale);
                 let edges = Self::edges(&d, bins);
-                let coord: Vec<f64> = v.iter().map(|&x| tr(x)).collect();
+                let coord: Vec<f64> = v.iter().map(|&x| tr(shown(x))).collect();
                 let n = edges.len() - 1;
                 let cell_of_row = coord
                     .iter()
@@ -163,6 +181,7 @@ impl MapAxis {
                 MapAxis {
                     name: name.into(),
                     log,
+                    degrees,
                     categories: Vec::new(),
                     edges,
                     coord,
@@ -228,8 +247,8 @@ impl MapAxis {
 
     fn desc(&self) -> String {
         let unit = crate::params::spec(&self.name)
-            .map(|s| s.unit)
-            .filter(|u| !u.is_empty() && *u != "1");
+            .map(|s| voc::shown_unit(s.unit))
+            .filter(|u| !u.is_empty() && *u != voc::unit_text(voc::DIMENSIONLESS));
         let mut d = match unit {
             Some(u) => format!("{} ({u})", self.name),
             None => self.name.clone(),
@@ -274,6 +293,9 @@ impl MapAxis {
                 .filter(|v| *v > 0.0)
                 .map(f64::log10)
                 .collect();
+        }
+        if self.degrees {
+            return degree_ticks(lo, hi);
         }
         linear_ticks(lo, hi)
     }
@@ -323,6 +345,24 @@ fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
         .map(|m| m * mag)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
+    ticks_every(lo, hi, step)
+}
+
+/// Ticks of an angle in degrees: multiples of 15, 30, 45, 90 or 180 degrees (fractions
+/// of a turn) where at most seven fit, else round decimal steps.
+fn degree_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    [15.0, 30.0, 45.0, 90.0, 180.0]
+        .iter()
+        .map(|&step| ticks_every(lo, hi, step))
+        .find(|t| t.len() >= 3 && t.len() <= 7)
+        .unwrap_or_else(|| linear_ticks(lo, hi))
+}
+
+/// The multiples of `step` in [`lo`, `hi`].
+fn ticks_every(lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    if hi.is_nan() || lo.is_nan() || hi <= lo {
+        return vec![lo];
+    }
     let first = (lo / step - 1e-9).ceil() as i64;
     let last = (hi / step + 1e-9).floor() as i64;
     // 12 significant digits: 0.15, not 0.15000000000000002.
@@ -1225,7 +1265,14 @@ pub struct MapData {
 /// nothing. Refusals are [`draw_map_with`]'s, naming "map".
 pub fn map_data(ds: &Rows, req: &MapRequest, opts: &MapOptions) -> Result<MapData, OutputError> {
     let c = compute(ds, req, opts, Path::new("map"))?;
-    let unit = |ax: &MapAxis, v: f64| if ax.log { 10f64.powf(v) } else { v };
+    let unit = |ax: &MapAxis, v: f64| {
+        let v = if ax.log { 10f64.powf(v) } else { v };
+        if ax.degrees {
+            v.to_radians()
+        } else {
+            v
+        }
+    };
     let corner = |k: usize, i: usize| {
         c.tiles
             .rects
@@ -1323,12 +1370,52 @@ mod tests {
 
     #[test]
     fn axes_span_the_values_range() {
-        let ax = MapAxis::new("dphi", &Column::Num(vec![0.0, 0.5, 1.0, 1.5]), None);
+        let ax = MapAxis::new("k_p", &Column::Num(vec![0.0, 0.5, 1.0, 1.5]), None);
         assert!(!ax.log);
         assert_eq!(ax.range(), (0.0, 1.5));
         assert_eq!(ax.cells(), 4);
-        let binned = MapAxis::new("dphi", &Column::Num(vec![0.0, 0.5, 1.0, 1.5]), Some(3));
+        let binned = MapAxis::new("k_p", &Column::Num(vec![0.0, 0.5, 1.0, 1.5]), Some(3));
         assert_eq!((binned.range(), binned.cells()), ((0.0, 1.5), 3));
+    }
+
+    /// An angle parameter, stored in radians, is drawn in degrees: its title, its ticks
+    /// and its cells; what `map_data` hands out stays in the stored unit.
+    #[test]
+    fn angle_axes_are_drawn_in_degrees() {
+        use std::f64::consts::PI;
+        let dphi = vec![0.0, PI / 4.0, PI / 2.0, 3.0 * PI / 4.0];
+        let ax = MapAxis::new("dphi", &Column::Num(dphi.clone()), None);
+        assert_eq!(ax.desc(), "dphi (deg)");
+        let (lo, hi) = ax.range();
+        assert!(
+            (lo - 0.0).abs() < 1e-12 && (hi - 135.0).abs() < 1e-12,
+            "{lo} {hi}"
+        );
+        let labels: Vec<String> = ax.ticks().iter().map(|&v| ax.label(v)).collect();
+        assert_eq!(labels, ["0", "30", "60", "90", "120"]);
+        // A parameter in another unit keeps it.
+        assert_eq!(
+            MapAxis::new("omega", &Column::Num(vec![1.0, 2.0]), None).desc(),
+            "omega (rad/s)"
+        );
+
+        let rows = Rows {
+            columns: vec![
+                ("dphi".into(), Column::Num(dphi.clone())),
+                ("k_p".into(), Column::Num(vec![10.0; 4])),
+                ("displacement".into(), Column::Num(vec![1.0, 2.0, 3.0, 4.0])),
+            ],
+            ..Rows::default()
+        };
+        let req = MapRequest {
+            x: "dphi".into(),
+            y: "k_p".into(),
+            metric: "displacement".into(),
+        };
+        let data = map_data(&rows, &req, &MapOptions::default()).unwrap();
+        let lo_edge = data.x_lo.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi_edge = data.x_hi.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        assert!((lo_edge - 0.0).abs() < 1e-12 && (hi_edge - 3.0 * PI / 4.0).abs() < 1e-12);
     }
 
     #[test]

@@ -252,7 +252,7 @@ pub fn groups(ds: &Rows, facets: &[String]) -> Result<Groups, FacetError> {
         if last.is_none_or(|l| order_of(l, r).is_ne()) {
             let parts: Vec<String> = facets
                 .iter()
-                .map(|f| format!("{f} = {}", ds.text_at(f, r)))
+                .map(|f| format!("{f} = {}", facet_value(ds, f, r)))
                 .collect();
             names.push(parts.join(", "));
             last = Some(r);
@@ -267,6 +267,20 @@ pub fn groups(ds: &Rows, facets: &[String]) -> Result<Groups, FacetError> {
         });
     }
     Ok(Groups { names, of_row })
+}
+
+/// Row `r`'s value of facet `f` as pictures and reports show it: an angle parameter in
+/// degrees (to six decimals, trailing zeros dropped), anything else as stored.
+fn facet_value(ds: &Rows, f: &str, r: usize) -> String {
+    use crate::vocabulary::{shown_unit, shown_value, RADIANS};
+    match (ds.column(f), crate::params::spec(f)) {
+        (Some(Column::Num(v)), Some(s)) if s.unit == RADIANS => {
+            let shown = format!("{:.6}", shown_value(RADIANS, v[r]));
+            let shown = shown.trim_end_matches('0').trim_end_matches('.');
+            format!("{shown} {}", shown_unit(RADIANS))
+        }
+        _ => ds.text_at(f, r),
+    }
 }
 
 /// Refuse to mix values of a swept parameter in one cell unless asked: every axis of
@@ -317,6 +331,25 @@ pub fn averaged_on_purpose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Panels and report sections of an angle are named in degrees, as the pictures'
+    /// axes are; other parameters as stored.
+    #[test]
+    fn facets_of_an_angle_are_named_in_degrees() {
+        use std::f64::consts::PI;
+        let ds = Rows {
+            columns: vec![
+                ("dphi".into(), Column::Num(vec![PI / 2.0, 0.0, PI / 2.0])),
+                ("axo_f".into(), Column::Num(vec![0.0, 150.0, 150.0])),
+            ],
+            ..Rows::default()
+        };
+        let g = groups(&ds, &["dphi".into()]).unwrap();
+        assert_eq!(g.names, ["dphi = 0 deg", "dphi = 90 deg"]);
+        assert_eq!(g.of_row, [1, 0, 1]);
+        let g = groups(&ds, &["axo_f".into()]).unwrap();
+        assert_eq!(g.names, ["axo_f = 0", "axo_f = 150"]);
+    }
 
     #[test]
     fn where_values_take_units_and_ranges() {
