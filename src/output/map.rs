@@ -348,13 +348,14 @@ fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     ticks_every(lo, hi, step)
 }
 
-/// Ticks of an angle in degrees: multiples of 15, 30, 45, 90 or 180 degrees (fractions
-/// of a turn) where at most seven fit, else round decimal steps.
+/// Ticks of an angle in degrees: four to seven multiples of 15, 30, 45, 90 or 180
+/// degrees (fractions of a turn) where they fit, else of 10, 5, 20, 2 or 1 degrees, else
+/// round decimal steps.
 fn degree_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    [15.0, 30.0, 45.0, 90.0, 180.0]
+    [15.0, 30.0, 45.0, 90.0, 180.0, 10.0, 5.0, 20.0, 2.0, 1.0]
         .iter()
         .map(|&step| ticks_every(lo, hi, step))
-        .find(|t| t.len() >= 3 && t.len() <= 7)
+        .find(|t| (4..=7).contains(&t.len()))
         .unwrap_or_else(|| linear_ticks(lo, hi))
 }
 
@@ -764,13 +765,20 @@ fn what(req: &MapRequest, q: Quantity) -> String {
             WaveSense::Direct.label(),
             WaveSense::Retrograde.label()
         ),
-        Quantity::Metric => match crate::metrics::METRIC_COLUMNS
-            .iter()
-            .find(|(m, u)| *m == req.metric && *u != "1")
-        {
-            Some((m, u)) => format!("{m} ({u})"),
+        Quantity::Metric => match voc::metric_named(&req.metric) {
+            Some(c) => format!("{} {}", req.metric, c.header_unit()),
             None => req.metric.clone(),
         },
+    }
+}
+
+/// The colour bar's range in the unit its label names: an angle metric (stored in
+/// radians) in degrees, as the axes show angles; the tiles' colours are the same either
+/// way, the scale being linear.
+fn bar_range(req: &MapRequest, q: Quantity, (lo, hi): (f64, f64)) -> (f64, f64) {
+    match (q, voc::metric_named(&req.metric)) {
+        (Quantity::Metric, Some(c)) => (voc::shown_value(c.unit, lo), voc::shown_value(c.unit, hi)),
+        _ => (lo, hi),
     }
 }
 
@@ -1331,7 +1339,7 @@ pub fn draw_map_with(
         rects: &tiles.rects,
         colours,
         wide: &cells.wide,
-        bar: bar_label.map(|l| (range, l)),
+        bar: bar_label.map(|l| (bar_range(req, q, range), l)),
         legend: Class::ALL
             .iter()
             .copied()
@@ -1393,6 +1401,8 @@ mod tests {
         );
         let labels: Vec<String> = ax.ticks().iter().map(|&v| ax.label(v)).collect();
         assert_eq!(labels, ["0", "30", "60", "90", "120"]);
+        assert_eq!(degree_ticks(-24.0, 24.0), [-20.0, -10.0, 0.0, 10.0, 20.0]);
+        assert_eq!(degree_ticks(0.0, 180.0).len(), 7);
         // A parameter in another unit keeps it.
         assert_eq!(
             MapAxis::new("omega", &Column::Num(vec![1.0, 2.0]), None).desc(),
@@ -1412,6 +1422,22 @@ mod tests {
             y: "k_p".into(),
             metric: "displacement".into(),
         };
+        // An angle metric's colour bar speaks degrees too, a pure number says so.
+        let lag = MapRequest {
+            metric: "mean_lag".into(),
+            ..req.clone()
+        };
+        assert_eq!(what(&lag, Quantity::Metric), "mean_lag (deg)");
+        assert_eq!(bar_range(&lag, Quantity::Metric, (0.0, PI)), (0.0, 180.0));
+        assert_eq!(bar_range(&req, Quantity::Metric, (0.0, PI)), (0.0, PI));
+        let cot = MapRequest {
+            metric: "cost_of_transport".into(),
+            ..req.clone()
+        };
+        assert_eq!(
+            what(&cot, Quantity::Metric),
+            "cost_of_transport (dimensionless)"
+        );
         let data = map_data(&rows, &req, &MapOptions::default()).unwrap();
         let lo_edge = data.x_lo.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi_edge = data.x_hi.iter().cloned().fold(f64::NEG_INFINITY, f64::max);

@@ -120,7 +120,8 @@ pub fn draw_panels(
         cols: (panels.len() as u32).clamp(1, 3),
         panels,
         title,
-        bar: (base.q != Quantity::Class).then(|| (range, base.what.clone())),
+        bar: (base.q != Quantity::Class)
+            .then(|| (bar_range(req, base.q, range), base.what.clone())),
         legend: Class::ALL
             .iter()
             .copied()
