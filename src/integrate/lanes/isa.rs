@@ -5,7 +5,7 @@
 //! its features were detected).
 
 use super::kernel::{self, BlockState, Scratch};
-use super::model::BlockModel;
+use super::model::{BlockModel, LegMatrices};
 
 /// FMA on the portable path: baseline on aarch64, or when the build enables it.
 const PORTABLE_FMA: bool = cfg!(any(target_arch = "aarch64", target_feature = "fma"));
@@ -125,11 +125,13 @@ impl Isa {
             }
             (Kind::Portable, 2) => {
                 let (m, st, s) = as_width::<W, 2>(m, st, s);
-                portable_2::advance(m, st, s, steps)
+                // SAFETY: the portable build needs no feature.
+                unsafe { portable_2::advance(m, st, s, steps) }
             }
             (Kind::Portable, 1) => {
                 let (m, st, s) = as_width::<W, 1>(m, st, s);
-                portable_1::advance(m, st, s, steps)
+                // SAFETY: as above.
+                unsafe { portable_1::advance(m, st, s, steps) }
             }
             _ => panic!(
                 "the lane kernel has no {} build for {W} lanes",
@@ -171,37 +173,110 @@ fn supported(kind: Kind) -> bool {
     }
 }
 
-/// The builds, one per instruction set and width, each a plain (non-generic) function in
-/// a module of its own: compiled once, in this crate (a generic one would be compiled
-/// again in every crate that calls it, the test suite included), and the modules are
-/// separate codegen units, compiled in parallel.
+/// The builds, one per instruction set and width, each made of plain (non-generic)
+/// functions in modules of their own: compiled once, in this crate (a generic one would
+/// be compiled again in every crate that calls it, the test suite included). Each build
+/// has one function per step loop it runs (the paper's five nodes with the block's
+/// shared leg matrices, five nodes, any node count), each in its own module: LLVM
+/// optimises three moderate functions, in parallel codegen units, instead of one that
+/// inlines all three loops.
 macro_rules! build {
-    ($module:ident, $w:literal, $fma:expr, $batch:literal $(, $features:literal)?) => {
+    ($module:ident, $w:literal, $fma:expr, $shared:ident $(, $features:literal)?) => {
         mod $module {
             use super::super::kernel::{BlockState, Scratch};
             use super::super::model::BlockModel;
 
-            $(#[target_feature(enable = $features)])?
-            pub(super) fn advance(
+            /// # Safety
+            /// Only on a CPU with the build's features (`super::supported`).
+            // The portable builds' step loops have no features: safe to call.
+            #[allow(unused_unsafe)]
+            pub(super) unsafe fn advance(
                 m: &BlockModel<$w>,
                 st: &mut BlockState<$w>,
                 s: &mut Scratch<$w>,
                 steps: usize,
             ) {
-                super::specialised::<$w, { $fma }, $batch>(m, st, s, steps)
+                build!(@shared_call $shared, m, st, s, steps);
+                if m.n_nodes == 5 {
+                    // SAFETY: the caller's contract.
+                    unsafe { five::run(m, st, s, steps) }
+                } else {
+                    // SAFETY: the caller's contract.
+                    unsafe { any::run(m, st, s, steps) }
+                }
+            }
+
+            build!(@shared_mod $shared, $w, $fma $(, $features)?);
+
+            mod five {
+                use super::super::super::kernel::{BlockState, Scratch};
+                use super::super::super::model::BlockModel;
+
+                $(#[target_feature(enable = $features)])?
+                pub(super) fn run(
+                    m: &BlockModel<$w>,
+                    st: &mut BlockState<$w>,
+                    s: &mut Scratch<$w>,
+                    steps: usize,
+                ) {
+                    super::super::five_nodes::<$w, { $fma }>(m, st, s, steps)
+                }
+            }
+
+            mod any {
+                use super::super::super::kernel::{BlockState, Scratch};
+                use super::super::super::model::BlockModel;
+
+                $(#[target_feature(enable = $features)])?
+                pub(super) fn run(
+                    m: &BlockModel<$w>,
+                    st: &mut BlockState<$w>,
+                    s: &mut Scratch<$w>,
+                    steps: usize,
+                ) {
+                    super::super::any_nodes::<$w, { $fma }>(m, st, s, steps)
+                }
             }
         }
     };
+    // The width a batch runs this instruction set at: a block whose lanes share the leg
+    // matrices (`BlockModel::shared`) with five nodes reads them once for every lane.
+    (@shared_call shared, $m:ident, $st:ident, $s:ident, $steps:ident) => {
+        if let (5, Some(mx)) = ($m.n_nodes, &$m.shared) {
+            // SAFETY: the caller's contract.
+            unsafe { shared::run($m, mx, $st, $s, $steps) };
+            return;
+        }
+    };
+    (@shared_call own, $m:ident, $st:ident, $s:ident, $steps:ident) => {};
+    (@shared_mod shared, $w:literal, $fma:expr $(, $features:literal)?) => {
+        mod shared {
+            use super::super::super::kernel::{BlockState, Scratch};
+            use super::super::super::model::{BlockModel, LegMatrices};
+
+            $(#[target_feature(enable = $features)])?
+            pub(super) fn run(
+                m: &BlockModel<$w>,
+                mx: &LegMatrices<f64>,
+                st: &mut BlockState<$w>,
+                s: &mut Scratch<$w>,
+                steps: usize,
+            ) {
+                super::super::shared_five_nodes::<$w, { $fma }>(m, mx, st, s, steps)
+            }
+        }
+    };
+    (@shared_mod own, $w:literal, $fma:expr $(, $features:literal)?) => {};
 }
 
 #[cfg(target_arch = "x86_64")]
-build!(avx512_8, 8, true, 8, "avx512f,avx2,fma");
+build!(avx512_8, 8, true, shared, "avx512f,avx2,fma");
 #[cfg(target_arch = "x86_64")]
-build!(avx2_4, 4, true, 4, "avx2,fma");
+build!(avx2_4, 4, true, shared, "avx2,fma");
 #[cfg(target_arch = "x86_64")]
-build!(avx2_1, 1, true, 4, "avx2,fma");
-build!(portable_2, 2, super::PORTABLE_FMA, 0);
-build!(portable_1, 1, super::PORTABLE_FMA, 0);
+build!(avx2_1, 1, true, own, "avx2,fma");
+build!(portable_2, 2, super::super::PORTABLE_FMA, own);
+build!(portable_1, 1, super::super::PORTABLE_FMA, own);
 
 /// Consecutive steps of one `advance` run drift to the next midpoint in one go; the
 /// last ends at its step's end, where the driver reads the state.
@@ -214,35 +289,46 @@ fn step_end(k: usize, steps: usize) -> kernel::StepEnd {
     }
 }
 
-/// The step loop, specialised for the paper's five nodes per leg (the common case:
-/// its loops unroll) and generic otherwise. With five nodes, at the width a batch runs
-/// this instruction set at (`BATCH`, 0 for none), a block whose lanes share the leg
-/// matrices (`BlockModel::shared`) reads them once for every lane. Other widths keep
-/// two builds (the condition is a constant: the third is not compiled for them).
-/// Inlined into each build above, so it is compiled for that build's instruction set.
+/// The step loop of the paper's five nodes per leg (its loops unroll) at the width a
+/// batch runs its instruction set at, the block's lanes sharing the leg matrices: read
+/// once for every lane. Inlined into its build, so compiled for the build's instruction set.
 #[inline(always)]
-fn specialised<const W: usize, const F: bool, const BATCH: usize>(
+fn shared_five_nodes<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    mx: &LegMatrices<f64>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    steps: usize,
+) {
+    for k in 0..steps {
+        kernel::step::<W, F, 5, f64>(m, mx, st, s, k > 0, step_end(k, steps));
+    }
+}
+
+/// The step loop of five nodes per leg, each lane its own leg matrices.
+#[inline(always)]
+fn five_nodes<const W: usize, const F: bool>(
     m: &BlockModel<W>,
     st: &mut BlockState<W>,
     s: &mut Scratch<W>,
     steps: usize,
 ) {
-    if W == BATCH {
-        if let (5, Some(shared)) = (m.n_nodes, &m.shared) {
-            for k in 0..steps {
-                kernel::step::<W, F, 5, f64>(m, shared, st, s, k > 0, step_end(k, steps));
-            }
-            return;
-        }
-    }
     let mx = &m.matrices;
-    if m.n_nodes == 5 {
-        for k in 0..steps {
-            kernel::step::<W, F, 5, _>(m, mx, st, s, k > 0, step_end(k, steps));
-        }
-    } else {
-        for k in 0..steps {
-            kernel::step::<W, F, 0, _>(m, mx, st, s, k > 0, step_end(k, steps));
-        }
+    for k in 0..steps {
+        kernel::step::<W, F, 5, _>(m, mx, st, s, k > 0, step_end(k, steps));
+    }
+}
+
+/// The step loop of any node count (its loops run to the block's count).
+#[inline(always)]
+fn any_nodes<const W: usize, const F: bool>(
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    steps: usize,
+) {
+    let mx = &m.matrices;
+    for k in 0..steps {
+        kernel::step::<W, F, 0, _>(m, mx, st, s, k > 0, step_end(k, steps));
     }
 }
