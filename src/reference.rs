@@ -80,6 +80,50 @@ pub struct ReferenceRun {
 /// sample (times `sample_times`, increasing, starting at 0) to `on_sample` and the
 /// reached time to `on_progress`. Failures and an exhausted budget (`max_steps`,
 /// `deadline`) become a [`Status`], never a panic.
+/// The reference's state vector at t = 0 and its absolute tolerances: q, v and the work
+/// integrals W and W_A, then W_C where the coupling has dampers (without, the system and
+/// its error norm stay the paper's). The integrals are diagnostics: their tolerance is
+/// scaled to their size (≈ 100 J).
+fn initial_vector(robot: &Robot, atol: f64) -> (Vec<f64>, Vec<f64>) {
+    let nq = robot.nq();
+    let ny = 2 * nq + 2 + usize::from(robot.p.has_coupling_dampers());
+    let (q0, v0) = robot.initial_state();
+    let mut y0 = q0;
+    y0.extend_from_slice(&v0);
+    y0.resize(ny, 0.0);
+    let mut tol = vec![atol; ny];
+    for x in &mut tol[2 * nq..] {
+        *x = atol * 1e4;
+    }
+    (y0, tol)
+}
+
+/// Emit the samples due up to the step just taken, which reached `t` with state `y`:
+/// at `t` itself when the stop time was reached there (`at_stop`), else interpolated
+/// (`interpolate`; a sample it cannot give stops the emission until the next step).
+fn emit_due(
+    sample_times: &SampleTimes,
+    next: &mut usize,
+    (t, y): (f64, &[f64]),
+    at_stop: bool,
+    mut interpolate: impl FnMut(f64) -> Option<Vec<f64>>,
+    mut emit: impl FnMut(&[f64], f64),
+) {
+    while *next < sample_times.len() && sample_times.at(*next) <= t {
+        let ts = sample_times.at(*next);
+        let ys = if at_stop && ts >= t {
+            y.to_vec()
+        } else {
+            match interpolate(ts) {
+                Some(v) => v,
+                None => break,
+            }
+        };
+        emit(&ys, ts);
+        *next += 1;
+    }
+}
+
 pub fn run_reference(
     robot: &Robot,
     settings: &ReferenceSettings,
@@ -101,14 +145,8 @@ pub fn run_reference(
     }
     let t_final = robot.p.t_final;
     let nq = robot.nq();
-    // W_C joins the system only where the coupling has dampers (without, the system and
-    // its error norm stay the paper's).
-    let damped = robot.p.has_coupling_dampers();
-    let ny = 2 * nq + 2 + usize::from(damped);
-    let (q0, v0) = robot.initial_state();
-    let mut y0 = q0;
-    y0.extend_from_slice(&v0);
-    y0.resize(ny, 0.0);
+    let (y0, atol) = initial_vector(robot, settings.atol);
+    let ny = y0.len();
     let rhs = Rc::new(Rhs {
         robot: robot.clone(),
         nq,
@@ -118,13 +156,6 @@ pub fn run_reference(
     });
     let (r1, r2) = (rhs.clone(), rhs.clone());
     let init = y0.clone();
-    // The work integrals are diagnostics: scale their tolerance to their size (≈ 100 J).
-    let mut atol = vec![settings.atol; ny];
-    atol[2 * nq] = settings.atol * 1e4;
-    atol[2 * nq + 1] = settings.atol * 1e4;
-    if damped {
-        atol[2 * nq + 2] = settings.atol * 1e4;
-    }
     let problem = OdeBuilder::<NalgebraMat<f64>>::new()
         .rtol(settings.rtol)
         .atol(atol)
@@ -155,73 +186,126 @@ pub fn run_reference(
         next = 1;
     }
 
-    macro_rules! drive {
-        ($solver:expr) => {{
-            let mut solver = $solver.map_err(SolverError::Setup)?;
-            // The budget is checked below (budget_exceeded), not by diffsol (an error).
+    let mut emit_sample = |ys: &[f64], ts: f64| emit(ys, ts, &mut on_sample);
+    let mut out = Outputs {
+        sample_times,
+        next,
+        emit: &mut emit_sample,
+        on_progress: &mut on_progress,
+    };
+    let limits = Limits {
+        t_final,
+        nq,
+        max_steps: settings.max_steps,
+        deadline,
+    };
+    // The budget is checked in `drive` (budget_exceeded), not by diffsol (an error).
+    let (status, stats) = match settings.method {
+        Method::DiffsolBdf => {
+            let mut solver = problem.bdf::<NalgebraLU<f64>>().map_err(SolverError::Setup)?;
             solver.config_mut().maximum_number_timesteps = usize::MAX;
-            solver.set_stop_time(t_final).map_err(SolverError::Setup)?;
-            let status = loop {
-                let t_before = solver.state().t;
-                if solver.get_statistics().number_of_steps >= settings.max_steps
-                    || deadline.passed()
-                {
-                    break Status::BudgetExceeded { time: t_before };
-                }
-                let step = solver.step();
-                let t = solver.state().t;
-                let y = solver.state().y.clone_as_vec();
-                if !state_is_sane(&y[..2 * nq]) {
-                    break Status::Diverged { time: t };
-                }
-                match step {
-                    Err(_) => {
-                        break Status::SolverFailed {
-                            time: t_before,
-                            reason: SolverFailure::SolverError,
-                        }
-                    }
-                    Ok(reason) => {
-                        while next < sample_times.len() && sample_times.at(next) <= t {
-                            let ts = sample_times.at(next);
-                            let ys = if reason == OdeSolverStopReason::TstopReached && ts >= t {
-                                y.clone()
-                            } else {
-                                match solver.interpolate(ts) {
-                                    Ok(v) => v.clone_as_vec(),
-                                    Err(_) => break,
-                                }
-                            };
-                            emit(&ys, ts, &mut on_sample);
-                            next += 1;
-                        }
-                        on_progress(t);
-                        if reason == OdeSolverStopReason::TstopReached || t >= t_final {
-                            break Status::Ok;
-                        }
-                    }
-                }
-            };
-            let st = solver.get_statistics();
-            let stats = SolverStats {
-                steps: st.number_of_steps,
-                rejected_steps: st.number_of_error_test_failures,
-                rhs_evals: rhs.evals.get(),
-                jacobian_evals: st.number_of_linear_solver_setups,
-                lu_factorizations: st.number_of_linear_solver_setups,
-                newton_iterations: st.number_of_nonlinear_solver_iterations,
-                newton_failures: st.number_of_nonlinear_solver_fails,
-                contact_events: 0,
-                fixed_step: 0.0,
-            };
-            ReferenceRun { status, stats }
-        }};
-    }
-
-    let run = match settings.method {
-        Method::DiffsolBdf => drive!(problem.bdf::<NalgebraLU<f64>>()),
-        Method::DiffsolEsdirk34 => drive!(problem.esdirk34::<NalgebraLU<f64>>()),
+            drive(solver, &limits, &mut out)?
+        }
+        Method::DiffsolEsdirk34 => {
+            let mut solver = problem
+                .esdirk34::<NalgebraLU<f64>>()
+                .map_err(SolverError::Setup)?;
+            solver.config_mut().maximum_number_timesteps = usize::MAX;
+            drive(solver, &limits, &mut out)?
+        }
         Method::Esdirk34 => unreachable!("handled above"),
     };
-    Ok(run)
+    Ok(ReferenceRun {
+        status,
+        stats: SolverStats {
+            rhs_evals: rhs.evals.get(),
+            ..stats
+        },
+    })
+}
+
+/// Where a diffsol run stops: its horizon, its state's size (q's), its step budget and
+/// its wall-clock deadline.
+struct Limits {
+    t_final: f64,
+    nq: usize,
+    max_steps: usize,
+    deadline: Deadline,
+}
+
+/// What a diffsol run reports as it goes: the samples due (from `next` on) and its
+/// progress.
+struct Outputs<'a> {
+    sample_times: &'a SampleTimes,
+    next: usize,
+    emit: &'a mut dyn FnMut(&[f64], f64),
+    on_progress: &'a mut dyn FnMut(f64),
+}
+
+/// Step a diffsol solver to the horizon, emitting the samples as they come due; the run
+/// ends `ok`, `diverged` (a state that is not finite), `solver_failed` or
+/// `budget_exceeded` (its steps or its deadline). The statistics' right-hand-side count
+/// is the caller's (diffsol does not count them).
+fn drive<'a, Eqn, S>(
+    mut solver: S,
+    limits: &Limits,
+    out: &mut Outputs<'_>,
+) -> Result<(Status, SolverStats), SolverError>
+where
+    Eqn: diffsol::OdeEquations<T = f64> + 'a,
+    S: OdeSolverMethod<'a, Eqn>,
+{
+    let nq = limits.nq;
+    solver
+        .set_stop_time(limits.t_final)
+        .map_err(SolverError::Setup)?;
+    let status = loop {
+        let t_before = solver.state().t;
+        if solver.get_statistics().number_of_steps >= limits.max_steps || limits.deadline.passed()
+        {
+            break Status::BudgetExceeded { time: t_before };
+        }
+        let step = solver.step();
+        let t = solver.state().t;
+        let y = solver.state().y.clone_as_vec();
+        if !state_is_sane(&y[..2 * nq]) {
+            break Status::Diverged { time: t };
+        }
+        match step {
+            Err(_) => {
+                break Status::SolverFailed {
+                    time: t_before,
+                    reason: SolverFailure::SolverError,
+                }
+            }
+            Ok(reason) => {
+                let at_stop = reason == OdeSolverStopReason::TstopReached;
+                emit_due(
+                    out.sample_times,
+                    &mut out.next,
+                    (t, &y),
+                    at_stop,
+                    |ts| solver.interpolate(ts).ok().map(|v| v.clone_as_vec()),
+                    &mut *out.emit,
+                );
+                (out.on_progress)(t);
+                if at_stop || t >= limits.t_final {
+                    break Status::Ok;
+                }
+            }
+        }
+    };
+    let st = solver.get_statistics();
+    let stats = SolverStats {
+        steps: st.number_of_steps,
+        rejected_steps: st.number_of_error_test_failures,
+        rhs_evals: 0,
+        jacobian_evals: st.number_of_linear_solver_setups,
+        lu_factorizations: st.number_of_linear_solver_setups,
+        newton_iterations: st.number_of_nonlinear_solver_iterations,
+        newton_failures: st.number_of_nonlinear_solver_fails,
+        contact_events: 0,
+        fixed_step: 0.0,
+    };
+    Ok((status, stats))
 }
