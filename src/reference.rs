@@ -202,7 +202,9 @@ pub fn run_reference(
     // The budget is checked in `drive` (budget_exceeded), not by diffsol (an error).
     let (status, stats) = match settings.method {
         Method::DiffsolBdf => {
-            let mut solver = problem.bdf::<NalgebraLU<f64>>().map_err(SolverError::Setup)?;
+            let mut solver = problem
+                .bdf::<NalgebraLU<f64>>()
+                .map_err(SolverError::Setup)?;
             solver.config_mut().maximum_number_timesteps = usize::MAX;
             drive(solver, &limits, &mut out)?
         }
@@ -261,8 +263,7 @@ where
         .map_err(SolverError::Setup)?;
     let status = loop {
         let t_before = solver.state().t;
-        if solver.get_statistics().number_of_steps >= limits.max_steps || limits.deadline.passed()
-        {
+        if solver.get_statistics().number_of_steps >= limits.max_steps || limits.deadline.passed() {
             break Status::BudgetExceeded { time: t_before };
         }
         let step = solver.step();
