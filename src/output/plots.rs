@@ -579,22 +579,11 @@ pub(crate) fn draw_basal_angles(
             .collect();
         let (_, band_top) = band.get_base_pixel();
         let top = |r: PixelRect| r.0 .1 - band_top;
-        let legends = [
-            draw_band_legend(
-                &band,
-                &legs,
-                top(panels[0]),
-                panels[0].1 .1 - panels[0].0 .1,
-                path,
-            )?,
-            draw_band_legend(
-                &band,
-                &pairs,
-                top(panels[1]),
-                panels[1].1 .1 - panels[1].0 .1,
-                path,
-            )?,
-        ];
+        // Each panel's legend beside it, as tall as the panel.
+        let legend = |entries: &[(String, RGBColor)], p: PixelRect| {
+            draw_band_legend(&band, entries, top(p), p.1 .1 - p.0 .1, path)
+        };
+        let legends = [legend(&legs, panels[0])?, legend(&pairs, panels[1])?];
         layout = Some(AnglesLayout {
             panels,
             legends,

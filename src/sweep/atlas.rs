@@ -8,7 +8,7 @@ use crate::dataset::{rows, verify};
 use crate::sweep::adaptive::{classes_by_id, pending};
 use crate::sweep::refine::{LevelPlan, Refiner};
 use crate::sweep::run::{self, RunOptions};
-use crate::sweep::setup::budget_reference_points;
+use crate::sweep::setup::with_reference_budgets;
 use crate::sweep::{Plan, PlannedPoint, SweepError, SweepSpec};
 
 /// What a running atlas sweep reports as it goes (the CLI draws it; tests ignore it).
@@ -107,9 +107,7 @@ fn run_stage(
 ) -> Result<Ran, SweepError> {
     // Points planned from results get the reference's default budget as a plain
     // sweep's do.
-    let mut plan = plan.clone();
-    budget_reference_points(spec, opts.engine.backend(), &mut plan.points)?;
-    let plan = &plan;
+    let plan = &*with_reference_budgets(spec, opts.engine.backend(), plan)?;
     // `work` takes the shard's lock and refuses a foreign or unflagged dataset.
     let work = run::work(spec, plan, opts)?;
     let mut ran = Ran {

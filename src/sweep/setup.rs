@@ -3,6 +3,7 @@
 //! and every point's estimate (a point over the limit refuses the sweep, named), on the
 //! gpu backend at the rate measured on the adapter that runs.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -64,7 +65,13 @@ pub fn set_up_spec(spec: SweepSpec, req: &Request) -> Result<Setup, SweepError> 
         _ => MEASURED,
     };
     let estimates = estimate_points(&spec, &plan.shard(req.shard), req, &rates)?;
-    budget_reference_points(&spec, req.engine.backend(), &mut plan.points)?;
+    if needs_budgets(&spec, req.engine.backend()) {
+        for p in &mut plan.points {
+            if let Some(e) = estimates.get(&p.point_id) {
+                p.cfg.point_timeout = Some(default_budget(e));
+            }
+        }
+    }
     Ok(Setup {
         spec,
         plan,
@@ -128,14 +135,7 @@ fn estimate_points(
     let mut estimator = Estimator::default();
     let mut out = HashMap::with_capacity(points.len());
     for p in points {
-        let what = || {
-            format!(
-                "{}: point {} ({})",
-                spec.file,
-                p.point_id,
-                point_label(spec, p)
-            )
-        };
+        let what = || point_name(spec, p);
         let e = estimator
             .estimate(&p.cfg, req.engine.backend(), Mode::Batch, rates)
             .map_err(|source| SweepError::Estimate {
@@ -150,33 +150,44 @@ fn estimate_points(
 
 /// The reference's cost is measured, never known: on the reference, a point of a sweep
 /// asked for no budget (no `point_timeout`) gets [`default_budget`] of its estimate, and
-/// one far past that ends as budget_exceeded in its row while the sweep goes on. The
-/// points of refinement levels and adaptive rounds, planned as the sweep runs, get
-/// theirs here too.
-pub fn budget_reference_points(
+/// one far past that ends as budget_exceeded in its row while the sweep goes on.
+fn needs_budgets(spec: &SweepSpec, backend: Backend) -> bool {
+    backend == Backend::Reference && spec.config.point_timeout.is_none()
+}
+
+/// `plan` with the reference's default budgets ([`needs_budgets`]) on its points: for the
+/// points of refinement levels and adaptive rounds, planned as the sweep runs (a plan
+/// that needs none is returned as it is).
+pub fn with_reference_budgets<'p>(
     spec: &SweepSpec,
     backend: Backend,
-    points: &mut [PlannedPoint],
-) -> Result<(), SweepError> {
-    if backend != Backend::Reference || spec.config.point_timeout.is_some() {
-        return Ok(());
+    plan: &'p Plan,
+) -> Result<Cow<'p, Plan>, SweepError> {
+    if !needs_budgets(spec, backend) {
+        return Ok(Cow::Borrowed(plan));
     }
+    let mut plan = plan.clone();
     let mut estimator = Estimator::default();
-    for p in points {
+    for p in &mut plan.points {
         let e = estimator
             .estimate(&p.cfg, backend, Mode::Batch, &MEASURED)
             .map_err(|source| SweepError::Estimate {
-                point: format!(
-                    "{}: point {} ({})",
-                    spec.file,
-                    p.point_id,
-                    point_label(spec, p)
-                ),
+                point: point_name(spec, p),
                 source,
             })?;
         p.cfg.point_timeout = Some(default_budget(&e));
     }
-    Ok(())
+    Ok(Cow::Owned(plan))
+}
+
+/// "sweep.toml: point 7 (k_m = 1e12, alpha = 50)": how errors name a point.
+fn point_name(spec: &SweepSpec, p: &PlannedPoint) -> String {
+    format!(
+        "{}: point {} ({})",
+        spec.file,
+        p.point_id,
+        point_label(spec, p)
+    )
 }
 
 /// "k_m = 1e12, alpha = 50": the point's values on the swept axes.

@@ -208,34 +208,24 @@ macro_rules! build {
 
             build!(@shared_mod $shared, $w, $fma $(, $features)?);
 
-            mod five {
-                use super::super::super::kernel::{BlockState, Scratch};
-                use super::super::super::model::BlockModel;
+            build!(@loop_mod five, five_nodes, $w, $fma $(, $features)?);
+            build!(@loop_mod any, any_nodes, $w, $fma $(, $features)?);
+        }
+    };
+    // A step loop of the build, `$body` compiled with its features in a module of its own.
+    (@loop_mod $name:ident, $body:ident, $w:literal, $fma:expr $(, $features:literal)?) => {
+        mod $name {
+            use super::super::super::kernel::{BlockState, Scratch};
+            use super::super::super::model::BlockModel;
 
-                $(#[target_feature(enable = $features)])?
-                pub(super) fn run(
-                    m: &BlockModel<$w>,
-                    st: &mut BlockState<$w>,
-                    s: &mut Scratch<$w>,
-                    steps: usize,
-                ) {
-                    super::super::five_nodes::<$w, { $fma }>(m, st, s, steps)
-                }
-            }
-
-            mod any {
-                use super::super::super::kernel::{BlockState, Scratch};
-                use super::super::super::model::BlockModel;
-
-                $(#[target_feature(enable = $features)])?
-                pub(super) fn run(
-                    m: &BlockModel<$w>,
-                    st: &mut BlockState<$w>,
-                    s: &mut Scratch<$w>,
-                    steps: usize,
-                ) {
-                    super::super::any_nodes::<$w, { $fma }>(m, st, s, steps)
-                }
+            $(#[target_feature(enable = $features)])?
+            pub(super) fn run(
+                m: &BlockModel<$w>,
+                st: &mut BlockState<$w>,
+                s: &mut Scratch<$w>,
+                steps: usize,
+            ) {
+                super::super::$body::<$w, { $fma }>(m, st, s, steps)
             }
         }
     };
