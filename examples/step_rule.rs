@@ -2,8 +2,9 @@
 //! held-out kinds of points, against the stiff reference: the tables of
 //! docs/integrators.md, "What bounds the step".
 //!
-//! `cargo run --release --example step_rule [-- THETA...]` (θ = 0, ¼, ½ by default: the
-//! implicitness of the bending in the kick, `[fixed_step] theta`).
+//! `cargo run --release --example step_rule [-- SCHEME...]` (`dkd-dc` and
+//! `implicit-bending` by default, `[fixed_step] scheme`; a scheme may carry another
+//! bending implicitness, `implicit-bending:0.5`).
 //!
 //! Each cell is the worst validated metric's error in units of its tolerance
 //! (`integrate::accuracy`; ≤ 1 keeps the batch engines' promise) and which metric, or
@@ -11,7 +12,7 @@
 
 use metachron::batch::{run_batch, Engine};
 use metachron::integrate::accuracy::{worst, Tolerances};
-use metachron::integrate::dkd::DkdSettings;
+use metachron::integrate::dkd::{DkdSettings, Scheme};
 use metachron::metrics::Metrics;
 use metachron::model::Robot;
 use metachron::simulate::RunConfig;
@@ -64,7 +65,20 @@ fn cases() -> Vec<(&'static str, RunConfig)> {
 
 /// Steps per output interval (0.01 s) of the columns: the paper's default step (42),
 /// then coarser.
-const STEPS: [f64; 8] = [42.0, 24.0, 16.0, 12.0, 10.0, 8.0, 6.0, 4.0];
+const STEPS: [f64; 10] = [42.0, 36.0, 30.0, 24.0, 16.0, 12.0, 10.0, 8.0, 6.0, 4.0];
+
+/// `NAME` or `NAME:THETA`.
+fn settings(arg: &str) -> DkdSettings {
+    let (name, theta) = arg.split_once(':').unwrap_or((arg, ""));
+    let scheme: Scheme = toml::Value::String(name.into())
+        .try_into()
+        .expect("a scheme: dkd-dc or implicit-bending");
+    DkdSettings {
+        scheme,
+        theta: (!theta.is_empty()).then(|| theta.parse().expect("θ is a number in [0, 1]")),
+        ..DkdSettings::default()
+    }
+}
 
 fn cell(run: &Metrics, reference: &Metrics) -> String {
     if !run.status.is_ok() {
@@ -75,52 +89,49 @@ fn cell(run: &Metrics, reference: &Metrics) -> String {
 }
 
 fn main() {
-    let thetas: Vec<f64> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("θ is a number in [0, 1]"))
-        .collect();
-    let thetas = if thetas.is_empty() {
-        vec![0.0, 0.25, 0.5]
-    } else {
-        thetas
-    };
+    let mut schemes: Vec<DkdSettings> = std::env::args().skip(1).map(|a| settings(&a)).collect();
+    if schemes.is_empty() {
+        schemes = vec![settings("dkd-dc"), settings("implicit-bending")];
+    }
     let cases = cases();
     let cfgs: Vec<RunConfig> = cases.iter().map(|(_, c)| c.clone()).collect();
     let reference: Vec<Metrics> = run_batch(&cfgs, &Engine::Reference)
         .into_iter()
         .map(|r| r.expect("the reference runs").metrics)
         .collect();
-    let defaults: Vec<f64> = cfgs
-        .iter()
-        .map(|c| DkdSettings::default().step_for(&Robot::new(&c.params), c.metrics.dt_out))
-        .collect();
-    for theta in thetas {
-        let runs: Vec<Vec<Metrics>> = STEPS
+    for scheme in schemes {
+        let defaults: Vec<f64> = cfgs
             .iter()
-            .map(|&s| {
-                let at: Vec<RunConfig> = cfgs
-                    .iter()
-                    .map(|c| {
-                        let mut c = c.clone();
-                        c.fixed_step.theta = theta;
-                        c.fixed_step.h = Some(c.metrics.dt_out / s);
-                        c
-                    })
-                    .collect();
-                run_batch(&at, &Engine::Cpu)
-                    .into_iter()
-                    .map(|r| r.expect("the cpu engine runs").metrics)
-                    .collect()
-            })
+            .map(|c| scheme.step_for(&Robot::new(&c.params), c.metrics.dt_out))
             .collect();
-        println!("\nθ = {theta}\n");
-        print!("| point | default step |");
+        let run_at = |h: Option<f64>| -> Vec<Metrics> {
+            let at: Vec<RunConfig> = cfgs
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    c.fixed_step = DkdSettings { h, ..scheme };
+                    c
+                })
+                .collect();
+            run_batch(&at, &Engine::Cpu)
+                .into_iter()
+                .map(|r| r.expect("the cpu engine runs").metrics)
+                .collect()
+        };
+        let at_default = run_at(None);
+        let runs: Vec<Vec<Metrics>> = STEPS.iter().map(|&s| run_at(Some(0.01 / s))).collect();
+        println!("\n{}, θ = {}\n", scheme.scheme.name(), scheme.theta());
+        print!("| point | default step | at the default |");
         for s in STEPS {
             print!(" h = {:.3e} s |", 0.01 / s);
         }
-        println!("\n|---|---|{}", "---|".repeat(STEPS.len()));
+        println!("\n|---|---|---|{}", "---|".repeat(STEPS.len()));
         for (k, (name, _)) in cases.iter().enumerate() {
-            print!("| {name} | {:.3e} s |", defaults[k]);
+            print!(
+                "| {name} | {:.3e} s | {} |",
+                defaults[k],
+                cell(&at_default[k], &reference[k])
+            );
             for run in &runs {
                 print!(" {} |", cell(&run[k], &reference[k]));
             }

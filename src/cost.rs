@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 
 use crate::error::{DerivedValue, ParamError};
+use crate::integrate::dkd::{DkdSettings, Scheme};
 use crate::model::axoneme::has_couple;
 use crate::model::Robot;
 use crate::simulate::{Backend, RunConfig};
@@ -105,8 +106,24 @@ pub fn estimate(
     mode: Mode,
     rates: &Rates,
 ) -> Result<Estimate, ParamError> {
-    let h = fixed_step(cfg);
+    let settings = costed_settings(cfg, backend);
+    let h = settings.step_for(&Robot::new(&cfg.params), cfg.metrics.dt_out);
     estimate_with_step(cfg, backend, mode, rates, h)
+}
+
+/// The step settings whose step `backend`'s cost follows: a batch engine's own; for the
+/// reference, DKD-dc's, whose step measures the stiffness its cost follows (the bending
+/// limit) whatever scheme the batch engines are set to.
+fn costed_settings(cfg: &RunConfig, backend: Backend) -> DkdSettings {
+    match backend {
+        Backend::Reference => DkdSettings {
+            scheme: Scheme::DkdDc,
+            theta: None,
+            max_step: None,
+            ..cfg.fixed_step
+        },
+        _ => cfg.fixed_step.for_point(&cfg.params),
+    }
 }
 
 fn estimate_with_step(
@@ -310,7 +327,7 @@ pub fn fixed_step(cfg: &RunConfig) -> f64 {
 /// and step setting, not once per point.
 #[derive(Debug, Default)]
 pub struct Estimator {
-    steps: HashMap<[u64; 12], f64>,
+    steps: HashMap<[u64; 13], f64>,
 }
 
 impl Estimator {
@@ -321,7 +338,7 @@ impl Estimator {
         mode: Mode,
         rates: &Rates,
     ) -> Result<Estimate, ParamError> {
-        let (p, f) = (&cfg.params, &cfg.fixed_step);
+        let (p, f) = (&cfg.params, &costed_settings(cfg, backend));
         let couple = has_couple(p);
         let key = [
             p.n_nodes as u64,
@@ -330,7 +347,8 @@ impl Estimator {
             p.k_m.to_bits(),
             f.h.unwrap_or(f64::NAN).to_bits(),
             f.safety.to_bits(),
-            f.max_step.to_bits(),
+            f.max_step().to_bits(),
+            f.theta().to_bits(),
             cfg.metrics.dt_out.to_bits(),
             // The couple's stiffness bounds the step too (`dkd::top_frequency`); without
             // a couple its parameters do not matter.
@@ -339,7 +357,10 @@ impl Estimator {
             if couple { p.axo_k.to_bits() } else { 0 },
             if couple { p.filament_gap.to_bits() } else { 0 },
         ];
-        let h = *self.steps.entry(key).or_insert_with(|| fixed_step(cfg));
+        let h = *self
+            .steps
+            .entry(key)
+            .or_insert_with(|| f.step_for(&Robot::new(p), cfg.metrics.dt_out));
         estimate_with_step(cfg, backend, mode, rates, h)
     }
 }

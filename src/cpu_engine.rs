@@ -89,7 +89,8 @@ impl<'a> Lane<'a> {
     /// of, beyond its shape: lanes with equal keys share them, and a block of such
     /// lanes reads them once for all (`BlockModel::shared`).
     fn matrices_key(&self) -> [u64; 6] {
-        let (p, theta) = (&self.p.cfg.params, self.p.cfg.fixed_step.theta);
+        let p = &self.p.cfg.params;
+        let theta = self.p.cfg.fixed_step.for_point(p).theta();
         [
             p.leg_length.to_bits(),
             p.rho.to_bits(),
@@ -109,7 +110,8 @@ impl<'a> Lane<'a> {
         LaneJob {
             robot: &p.robot,
             schedule: self.schedule,
-            theta: p.cfg.fixed_step.theta,
+            theta: p.cfg.fixed_step.for_point(&p.cfg.params).theta(),
+            resolve_start: p.cfg.fixed_step.for_point(&p.cfg.params).resolves_start(),
             max_steps: p.cfg.fixed_step.max_steps,
             // What is left of the point's `--point-timeout`, from this block's start.
             deadline: Deadline::after(p.cfg.point_timeout.map(|t| (t - self.busy).max(0.0))),

@@ -77,7 +77,8 @@ pub fn scheme_metadata(cfg: &RunConfig, backend: Backend) -> Vec<(String, String
     }
 }
 
-/// The scheme a backend runs: the reference's method (`esdirk34`, ...) or `dkd-dc`.
+/// The scheme a backend runs: the reference's method (`esdirk34`, ...) or the batch
+/// engines' `[fixed_step] scheme` (`dkd-dc`, `implicit-bending`).
 pub fn scheme_name(cfg: &RunConfig, backend: Backend) -> String {
     if backend == Backend::Reference {
         toml::Value::try_from(cfg.solver.method)
@@ -85,7 +86,7 @@ pub fn scheme_name(cfg: &RunConfig, backend: Backend) -> String {
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_else(|| "reference".into())
     } else {
-        "dkd-dc".into()
+        cfg.fixed_step.scheme.name().into()
     }
 }
 

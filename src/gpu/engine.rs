@@ -24,6 +24,7 @@ use super::tally::{self, RunningSum, StateLayout};
 use super::{GpuError, Precision};
 use crate::error::SolverError;
 use crate::integrate::continuation::continued_schedule;
+use crate::integrate::lanes::driver::start_velocity;
 use crate::integrate::record::{InstanceRecord, MatrixSet};
 use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::{LastSample, MetricsAccumulator, Tally, TallyMid};
@@ -47,6 +48,9 @@ struct InstancePlan {
     sched: SampleSchedule,
     h: f64,
     q0: Vec<f64>,
+    /// The velocity the kernel's first opening drift moves at (zero unless the scheme
+    /// resolves the start, `lanes::driver::start_velocity`); the run starts at rest.
+    v_start: Vec<f64>,
 }
 
 impl InstancePlan {
@@ -103,6 +107,11 @@ fn plan_instance(
     let h = record.h();
     let sched = SampleSchedule::new(&cfg.metrics, cfg.params.t_final, h);
     let (q0, _) = robot.initial_state();
+    let v_start = if cfg.fixed_step.for_point(&cfg.params).resolves_start() {
+        start_velocity(record, &q0)
+    } else {
+        vec![0.0; q0.len()]
+    };
     InstancePlan {
         params: instance_values(record),
         legs: leg_values(record),
@@ -110,6 +119,7 @@ fn plan_instance(
         sched,
         h,
         q0,
+        v_start,
     }
 }
 
@@ -122,7 +132,7 @@ fn plan_batch(cfgs: &[&RunConfig], shape: KernelShape) -> (Vec<InstancePlan>, Ve
     for cfg in cfgs {
         let robot = Robot::new(&cfg.params);
         let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
-        let record = InstanceRecord::new(&robot, h, cfg.fixed_step.theta);
+        let record = InstanceRecord::new(&robot, h, cfg.fixed_step.for_point(&cfg.params).theta());
         let leg_length = record.params.leg_length;
         let mut key = record.matrices.key();
         key.push(leg_length.to_bits());
@@ -181,8 +191,9 @@ fn initial_state(plans: &[InstancePlan], lay: StateLayout) -> Vec<f64> {
     let b = plans.len();
     let mut state = vec![0.0; lay.slots() * b];
     for (i, pl) in plans.iter().enumerate() {
-        for (k, &x) in pl.q0.iter().enumerate() {
+        for (k, (&x, &v)) in pl.q0.iter().zip(&pl.v_start).enumerate() {
             state[(lay.q() + k) * b + i] = x;
+            state[(lay.v() + k) * b + i] = v;
             // The compensated kernel's q_lo: what f32 rounding leaves of q0.
             if let Some(lo) = lay.q_lo() {
                 state[(lo + k) * b + i] = x - f64::from(x as f32);

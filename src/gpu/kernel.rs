@@ -1112,6 +1112,14 @@ fn opening_drift(c: &mut Code, arith: Arith, l: usize) {
         Arith::Plain => half_drift(c, l, Drift::Both),
         Arith::Compensated => first_drift_compensated(c, l),
     }
+    // A run's first step drifted at the start velocity the engine uploaded (zero unless
+    // the scheme resolves the start, `lanes::driver::start_velocity`); it kicks from rest.
+    c.open("if s == 1u {");
+    for i in 0..l {
+        c.line(format!("v_{i} = 0.0;"));
+    }
+    c.line("vb = vec3<real>(0.0, 0.0, 0.0);");
+    c.close();
 }
 
 /// Stage `spring_loads`: this leg's share of the springs (`leg_springs`,

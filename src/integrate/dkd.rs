@@ -25,22 +25,69 @@ use crate::integrate::schedule::SampleSchedule;
 use crate::metrics::MetricsSettings;
 use crate::model::axoneme::{has_couple, CoupleMatrices};
 use crate::model::Robot;
+use crate::params::Params;
 use crate::sample::{Deadline, Status};
+
+/// The fixed-step scheme: DKD with the elastic bending explicit (its step bounded by
+/// the top bending mode) or implicit (its step set by accuracy), docs/integrators.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    /// DKD-dc: bending explicit (θ = 0), the run starting from rest, the step
+    /// `safety · 2/ω_max` capped at 2.5e-4 s.
+    #[default]
+    DkdDc,
+    /// DKD-dc with the bending implicit in the kick (θ = ¼) and the first step's opening
+    /// drift resolved ([`DkdSettings::resolves_start`]); the step is the accuracy cap
+    /// 1/3000 s measured on the held-out points. A robot with an internal couple runs
+    /// DKD-dc ([`DkdSettings::for_point`]).
+    ImplicitBending,
+}
+
+impl Scheme {
+    /// The bending's implicitness θ when `[fixed_step] theta` does not set it.
+    pub fn default_theta(self) -> f64 {
+        match self {
+            Scheme::DkdDc => 0.0,
+            Scheme::ImplicitBending => 0.25,
+        }
+    }
+
+    /// The cap on the automatic step (s) when `[fixed_step] max_step` does not set it.
+    pub fn default_max_step(self) -> f64 {
+        match self {
+            Scheme::DkdDc => 2.5e-4,
+            Scheme::ImplicitBending => 1.0 / 3000.0,
+        }
+    }
+
+    /// The name a config file gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::DkdDc => "dkd-dc",
+            Scheme::ImplicitBending => "implicit-bending",
+        }
+    }
+}
 
 /// Fixed-step settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DkdSettings {
-    /// Step (s); `None` picks `safety · 2/ω_max` of the instance, rounded so that the
+    /// The scheme; it sets the defaults of `theta` and `max_step` and how a run starts.
+    pub scheme: Scheme,
+    /// Step (s); `None` picks the automatic step: `safety · 2/ω̃_max` (the bending's
+    /// stability limit at θ, none for θ ≥ ¼) capped at `max_step`, rounded so that the
     /// output interval is a whole number of steps.
     pub h: Option<f64>,
-    /// Fraction of the explicit stability limit 2/ω_max used by the automatic step.
+    /// Fraction of the bending's stability limit used by the automatic step.
     pub safety: f64,
-    /// Cap on the automatic step (s): soft legs have a low ω_max, and their stability
-    /// limit alone would give steps too coarse for the walking metrics.
-    pub max_step: f64,
-    /// Implicitness of the bending force in the kick (0 = explicit, the study's DKD-dc).
-    pub theta: f64,
+    /// Cap on the automatic step (s), the scheme's unless set: soft legs have a low
+    /// ω_max, and implicit bending has no bending limit; the walking metrics' accuracy
+    /// bounds the step there.
+    pub max_step: Option<f64>,
+    /// Implicitness of the bending force in the kick (0 = explicit), the scheme's unless set.
+    pub theta: Option<f64>,
     /// Step budget: steps allowed before the run ends as `budget_exceeded` (none: no limit).
     pub max_steps: Option<u64>,
 }
@@ -48,10 +95,11 @@ pub struct DkdSettings {
 impl Default for DkdSettings {
     fn default() -> Self {
         DkdSettings {
+            scheme: Scheme::DkdDc,
             h: None,
             safety: 0.85,
-            max_step: 2.5e-4,
-            theta: 0.0,
+            max_step: None,
+            theta: None,
             max_steps: None,
         }
     }
@@ -71,19 +119,53 @@ impl DkdSettings {
                 return bad("h", h, "a finite step > 0 (s)");
             }
         }
-        if !(self.max_step.is_finite() && self.max_step > 0.0) {
-            return bad("max_step", self.max_step, "a finite step > 0 (s)");
+        if !(self.max_step().is_finite() && self.max_step() > 0.0) {
+            return bad("max_step", self.max_step(), "a finite step > 0 (s)");
         }
         if !(self.safety > 0.0 && self.safety <= 1.0) {
             return bad("safety", self.safety, "(0, 1]");
         }
-        if !(0.0..=1.0).contains(&self.theta) {
-            return bad("theta", self.theta, "[0, 1]");
+        if !(0.0..=1.0).contains(&self.theta()) {
+            return bad("theta", self.theta(), "[0, 1]");
         }
         if self.max_steps == Some(0) {
             return bad("max_steps", 0.0, "an integer >= 1");
         }
         Ok(())
+    }
+
+    /// The bending's implicitness θ of the kick, as set or the scheme's.
+    pub fn theta(&self) -> f64 {
+        self.theta.unwrap_or(self.scheme.default_theta())
+    }
+
+    /// The settings a run of `p` takes: under implicit bending a robot with an internal
+    /// couple runs DKD-dc (θ = 0 unless set, its step, the start at rest). The couple
+    /// drives the bending modes themselves, the top ones included, whose frequencies an
+    /// implicit bending lowers (ω/√(1 + θh²ω²), 24 % at θ = ¼ near the explicit limit):
+    /// at the same step the couple's points left the tolerances (docs/integrators.md,
+    /// "What bounds the step").
+    pub fn for_point(&self, p: &Params) -> DkdSettings {
+        if self.scheme == Scheme::ImplicitBending && has_couple(p) {
+            DkdSettings {
+                scheme: Scheme::DkdDc,
+                ..*self
+            }
+        } else {
+            *self
+        }
+    }
+
+    /// Whether a run drifts its first opening half step to where a probe step from rest
+    /// ends (`integrate::lanes::driver::start_velocity`) rather than at its initial
+    /// velocity: under implicit bending.
+    pub fn resolves_start(&self) -> bool {
+        self.scheme == Scheme::ImplicitBending
+    }
+
+    /// The cap on the automatic step (s).
+    pub fn max_step(&self) -> f64 {
+        self.max_step.unwrap_or(self.scheme.default_max_step())
     }
 
     /// The step for `robot` given the output interval.
@@ -93,9 +175,23 @@ impl DkdSettings {
 
     /// [`Self::step_for`] with ω_max looked up in `known` (for many robots at once).
     pub fn step_with(&self, robot: &Robot, dt_out: f64, known: &mut TopFrequencies) -> f64 {
-        let h_max = self
-            .h
-            .unwrap_or_else(|| (self.safety * 2.0 / known.get(robot)).min(self.max_step));
+        let own = self.for_point(&robot.p);
+        own.step_as_set(robot, dt_out, known)
+    }
+
+    /// [`Self::step_with`] for these settings as they stand (not [`Self::for_point`]'s).
+    fn step_as_set(&self, robot: &Robot, dt_out: f64, known: &mut TopFrequencies) -> f64 {
+        let h_max = self.h.unwrap_or_else(|| {
+            // The kick's bending frequency ω/√(1 + θh²ω²) stays below 2/h where
+            // h²ω²(1 − 4θ) < 4: always for θ ≥ ¼.
+            let explicit = 1.0 - 4.0 * self.theta();
+            let limit = if explicit > 0.0 {
+                self.safety * 2.0 / (known.get(robot) * explicit.sqrt())
+            } else {
+                f64::INFINITY
+            };
+            limit.min(self.max_step())
+        });
         dt_out / (dt_out / h_max).ceil()
     }
 }
@@ -262,11 +358,13 @@ pub fn integrate(
     deadline: Deadline,
     sink: &mut dyn LaneSink,
 ) -> (Status, DkdStats) {
+    let settings = settings.for_point(&robot.p);
     let h = settings.step_for(robot, metrics.dt_out);
     let job = LaneJob {
         robot,
         schedule: SampleSchedule::new(metrics, robot.p.t_final, h),
-        theta: settings.theta,
+        theta: settings.theta(),
+        resolve_start: settings.resolves_start(),
         max_steps: settings.max_steps,
         deadline,
     };

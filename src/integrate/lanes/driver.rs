@@ -22,12 +22,15 @@ use crate::sample::{Deadline, Sample, Status};
 /// Steps between budget checks (a step is ~1 µs, a clock read ~25 ns).
 pub const BUDGET_CHECK_STEPS: usize = 1024;
 
-/// One lane's robot, schedule, kick implicitness θ and budget.
+/// One lane's robot, schedule, kick implicitness θ, start and budget.
 #[derive(Debug, Clone, Copy)]
 pub struct LaneJob<'a> {
     pub robot: &'a Robot,
     pub schedule: SampleSchedule,
     pub theta: f64,
+    /// The run's first opening drift moves at its kick's velocity ([`start_velocity`];
+    /// `DkdSettings::resolves_start`), not at the initial one.
+    pub resolve_start: bool,
     pub max_steps: Option<u64>,
     pub deadline: Deadline,
 }
@@ -153,6 +156,7 @@ pub fn run_block_from<const W: usize>(
     let rest: Vec<Vec<f64>> = jobs.iter().map(|j| j.robot.initial_state().0).collect();
     let mut st = block_state::<W>(starts);
     let mut scratch = Scratch::<W>::new(model.n_legs);
+    resolve_start(isa, &model, &mut st, &mut scratch, jobs, starts);
     let mut outcomes: Vec<Option<LaneOutcome>> = vec![None; jobs.len()];
     // Steps each lane had taken before this block; `done` counts the block's own.
     let base: Vec<usize> = starts.iter().map(|s| s.steps).collect();
@@ -242,6 +246,58 @@ pub fn run_block_from<const W: usize>(
         .into_iter()
         .map(|o| o.expect("every lane ends or is handed back"))
         .collect()
+}
+
+/// The velocity a run's first opening drift moves at when its scheme resolves the start
+/// (docs/integrators.md, "The start"): 2(q₁ − q₀)/h, so that the drift ends where one
+/// probe step from rest ends. The servo spins a leg from rest to its rate within a
+/// fraction of a microsecond, so the exact basal angle is −ωt almost from t = 0, and the
+/// exact midpoint of the first step is half a step along; drifting it at the initial
+/// velocity (zero) would leave the whole run half a step behind, a first-order error
+/// that the autonomous robot keeps. DKD's step from rest drifts only its closing half,
+/// at the kick's velocity, and ends on the constraint (the touchdown correction), so
+/// its end is that midpoint; for the smooth rest of the motion it differs from the
+/// exact one by O(h²), once. The GPU engine uploads this as the state's velocity, and
+/// its kernel drifts the first half step at it and then sets the velocities to the
+/// run's initial ones (zero).
+pub fn start_velocity(record: &InstanceRecord, q0: &[f64]) -> Vec<f64> {
+    let mut q = q0.to_vec();
+    let mut v = vec![0.0; q0.len()];
+    crate::integrate::dkd::step(record, &mut q, &mut v);
+    let two_over_h = 2.0 / record.h();
+    q.iter()
+        .zip(q0)
+        .map(|(q1, q0)| (q1 - q0) * two_over_h)
+        .collect()
+}
+
+/// The lanes whose jobs resolve their start and take their first step here move by
+/// h/2·(v_s − v₀) ([`start_velocity`] v_s from a probe step of the block), so that their
+/// first step's own opening drift at v₀ ends where the probe step ended.
+fn resolve_start<const W: usize>(
+    isa: Isa,
+    m: &BlockModel<W>,
+    st: &mut BlockState<W>,
+    s: &mut Scratch<W>,
+    jobs: &[LaneJob],
+    starts: &[LaneState],
+) {
+    let fresh = |j: usize| jobs[j].resolve_start && starts[j].steps == 0;
+    if !(0..jobs.len()).any(fresh) {
+        return;
+    }
+    let mut probe = st.clone();
+    probe.v.iter_mut().for_each(|v| *v = L::zero());
+    isa.advance(m, &mut probe, s, 1);
+    // The GPU kernel's arithmetic: v_s = (q₁ − q₀)·(2/h), then q₀ + (h/2)·v_s.
+    for j in (0..jobs.len()).filter(|&j| fresh(j)) {
+        let h = m.d.h.lane(j);
+        let (half, two_over_h) = (0.5 * h, 2.0 / h);
+        for ((q, v), q1) in st.q.iter_mut().zip(&st.v).zip(&probe.q) {
+            let v_start = (q1.lane(j) - q.lane(j)) * two_over_h;
+            q.0[j] += half * (v_start - v.lane(j));
+        }
+    }
 }
 
 /// Every start on its schedule's grid, one per lane, 1 to W lanes.

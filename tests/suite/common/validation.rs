@@ -4,6 +4,7 @@
 use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{run_gpu_batch, GpuEngine};
 use metachron::integrate::accuracy::{deviations, Tolerances};
+use metachron::integrate::dkd::Scheme;
 use metachron::metrics::Metrics;
 use metachron::simulate::{PointResult, RunConfig};
 
@@ -62,8 +63,10 @@ pub fn disagreements_within(
         .collect()
 }
 
-/// The points run on the reference and on each batch engine: the cpu always, the gpu
-/// where an adapter exists (`test` names the caller in the skip message).
+/// The points run on the reference and on each batch engine: the cpu always, under its
+/// default scheme and under implicit bending (`[fixed_step] scheme`, each at its own
+/// default step), the gpu where an adapter exists (`test` names the caller in the skip
+/// message; tests/suite/gpu_vs_cpu.rs holds it to the cpu under both schemes).
 pub struct EngineRuns {
     pub reference: Vec<PointResult>,
     /// (engine label, its results in the points' order).
@@ -77,7 +80,21 @@ pub fn run_engines(cfgs: &[RunConfig], test: &str) -> EngineRuns {
             .collect()
     };
     let reference = ran(run_batch(cfgs, &Engine::Reference), "reference");
-    let mut engines = vec![("cpu", ran(run_batch(cfgs, &Engine::Cpu), "cpu"))];
+    let implicit: Vec<RunConfig> = cfgs
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.fixed_step.scheme = Scheme::ImplicitBending;
+            c
+        })
+        .collect();
+    let mut engines = vec![
+        ("cpu", ran(run_batch(cfgs, &Engine::Cpu), "cpu")),
+        (
+            "cpu implicit-bending",
+            ran(run_batch(&implicit, &Engine::Cpu), "cpu implicit-bending"),
+        ),
+    ];
     if let Some(ctx) = super::gpu::gpu_context(test) {
         engines.push((
             "gpu",
