@@ -9,6 +9,7 @@ use crate::batch::{run_batch, Engine};
 use crate::cpu_engine::run_batch_on;
 use crate::error::SolverError;
 use crate::gpu::{self, GpuContext, GpuEngine, GpuOptions, Precision, PrecisionChoice};
+use crate::integrate::dkd::Scheme;
 use crate::integrate::lanes::Isa;
 use crate::params::Params;
 use crate::simulate::{PointResult, RunConfig};
@@ -30,6 +31,8 @@ pub struct BenchPlan {
     pub threads: Vec<usize>,
     /// CPU instruction sets to try (the detected one by default).
     pub isas: Vec<Isa>,
+    /// The batch engines' fixed-step schemes to compare (each at its own default step).
+    pub schemes: Vec<Scheme>,
     /// Largest batch on a software GPU adapter (lavapipe is a correctness backend).
     pub software_gpu_max_batch: usize,
     /// The workload's robot (the paper's by default; `bench --set` changes it, e.g. to
@@ -50,6 +53,8 @@ pub struct BenchRow {
     pub robot_s_per_s: f64,
     /// SIMD instruction set and lanes of the CPU engine ("" elsewhere).
     pub simd: String,
+    /// The batch engines' fixed-step scheme ("" for the adaptive reference).
+    pub scheme: String,
     /// Steps per simulated second of one robot, mean over the batch: the fixed step's
     /// count on the batch engines (the cpu and gpu engines take the same steps), the
     /// accepted steps on the reference.
@@ -98,8 +103,8 @@ fn simd_label(isa: Isa) -> String {
 
 /// The benchmark's robots: `robot` (validated), with couplings that differ per instance
 /// (α·(0.8 + (i mod 64)/100), so no two lanes compute the same numbers), `t_final`
-/// simulated seconds each.
-pub fn workload(robot: &Params, n: usize, t_final: f64) -> Vec<RunConfig> {
+/// simulated seconds each, on the batch engines' `scheme` at its default step.
+pub fn workload(robot: &Params, n: usize, t_final: f64, scheme: Scheme) -> Vec<RunConfig> {
     (0..n)
         .map(|i| {
             let params = Params {
@@ -107,10 +112,12 @@ pub fn workload(robot: &Params, n: usize, t_final: f64) -> Vec<RunConfig> {
                 alpha: robot.alpha * (0.8 + (i % 64) as f64 / 100.0),
                 ..robot.clone()
             };
-            RunConfig {
+            let mut cfg = RunConfig {
                 params,
                 ..RunConfig::default()
-            }
+            };
+            cfg.fixed_step.scheme = scheme;
+            cfg
         })
         .collect()
 }
@@ -135,11 +142,12 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
             wall_s: wall,
             robot_s_per_s: batch as f64 * t / wall,
             simd: String::new(),
+            scheme: String::new(),
             steps_per_robot_s: steps,
         };
     if plan.reference {
         let tr = plan.reference_t_final;
-        let cfgs = workload(&plan.robot, 1, tr);
+        let cfgs = workload(&plan.robot, 1, tr, Scheme::default());
         let mut results = Vec::new();
         let wall = timed(|| results = run_batch(&cfgs, &Engine::Reference));
         let mut r = row(
@@ -168,14 +176,22 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                         continue;
                     }
                 };
-                pool.install(|| run_batch_on(isa, &workload(&plan.robot, 2, 0.01))); // warm-up
-                for &n in &plan.batches {
-                    let cfgs = workload(&plan.robot, n, t);
+                // Warm-up.
+                pool.install(|| {
+                    run_batch_on(isa, &workload(&plan.robot, 2, 0.01, Scheme::default()))
+                });
+                for (&n, &scheme) in plan
+                    .batches
+                    .iter()
+                    .flat_map(|n| plan.schemes.iter().map(move |s| (n, s)))
+                {
+                    let cfgs = workload(&plan.robot, n, t, scheme);
                     let mut results = Vec::new();
                     let wall = pool.install(|| timed(|| results = run_batch_on(isa, &cfgs)));
                     let steps = steps_per_robot_s(&results, t);
                     let mut r = row("cpu", "", "f64", threads, n, wall, steps);
                     r.simd = simd_label(isa);
+                    r.scheme = scheme.name().into();
                     record(r, &mut rows);
                 }
             }
@@ -215,7 +231,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                     }
                 };
                 let engine = GpuEngine::new(&ctx);
-                if let Err(e) = engine.run(&workload(&plan.robot, 1, 0.01)) {
+                if let Err(e) = engine.run(&workload(&plan.robot, 1, 0.01, Scheme::default())) {
                     skipped.push(Skipped {
                         what,
                         why: e.to_string(),
@@ -223,7 +239,11 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                     continue;
                 }
                 let software = a.device_type == "Cpu";
-                for &n in &plan.batches {
+                for (&n, &scheme) in plan
+                    .batches
+                    .iter()
+                    .flat_map(|n| plan.schemes.iter().map(move |s| (n, s)))
+                {
                     if software && n > plan.software_gpu_max_batch {
                         skipped.push(Skipped {
                             what: format!("{what} batch {n}"),
@@ -234,7 +254,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                         });
                         continue;
                     }
-                    let cfgs = workload(&plan.robot, n, t);
+                    let cfgs = workload(&plan.robot, n, t, scheme);
                     let mut outcome = None;
                     let wall = timed(|| outcome = Some(engine.run(&cfgs)));
                     match outcome {
@@ -242,13 +262,12 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                             let results: Vec<Result<PointResult, SolverError>> =
                                 results.into_iter().map(Ok).collect();
                             let steps = steps_per_robot_s(&results, t);
-                            record(
-                                row("gpu", &a.name, precision.label(), 1, n, wall, steps),
-                                &mut rows,
-                            )
+                            let mut r = row("gpu", &a.name, precision.label(), 1, n, wall, steps);
+                            r.scheme = scheme.name().into();
+                            record(r, &mut rows)
                         }
                         Some(Err(e)) => skipped.push(Skipped {
-                            what: format!("{what} batch {n}"),
+                            what: format!("{what} {} batch {n}", scheme.name()),
                             why: e.to_string(),
                         }),
                         None => {}

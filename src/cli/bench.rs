@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use metachron::bench::{self, BenchPlan, BenchRow, Machine};
+use metachron::integrate::dkd::Scheme;
 use metachron::integrate::lanes::Isa;
 use metachron::output::bench::write_bench;
 use metachron::parquet::PendingFile;
@@ -16,6 +17,21 @@ enum Engine {
     Reference,
     Cpu,
     Gpu,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemeArg {
+    DkdDc,
+    ImplicitBending,
+}
+
+impl From<SchemeArg> for Scheme {
+    fn from(s: SchemeArg) -> Scheme {
+        match s {
+            SchemeArg::DkdDc => Scheme::DkdDc,
+            SchemeArg::ImplicitBending => Scheme::ImplicitBending,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -45,6 +61,15 @@ pub struct BenchArgs {
     /// this CPU has).
     #[arg(long, value_delimiter = ',')]
     simd: Vec<String>,
+    /// The batch engines' fixed-step schemes to compare, each at its own default step
+    /// (`[fixed_step] scheme`).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "dkd-dc,implicit-bending"
+    )]
+    scheme: Vec<SchemeArg>,
     /// Largest batch on a software GPU adapter such as lavapipe (slow by nature).
     #[arg(long, default_value_t = 256)]
     software_gpu_max_batch: usize,
@@ -109,6 +134,7 @@ fn plan(a: &BenchArgs) -> Result<BenchPlan> {
         reference_t_final: a.reference_t_final,
         threads,
         isas,
+        schemes: a.scheme.iter().map(|&s| s.into()).collect(),
         software_gpu_max_batch: a.software_gpu_max_batch,
     })
 }
@@ -150,8 +176,8 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
 
 fn label(r: &BenchRow) -> String {
     match r.engine.as_str() {
-        "cpu" => r.simd.clone(),
-        "gpu" => format!("{} {}", r.adapter, r.precision),
+        "cpu" => format!("{} {}", r.simd, r.scheme),
+        "gpu" => format!("{} {} {}", r.adapter, r.precision, r.scheme),
         _ => "f64, one robot".into(),
     }
 }

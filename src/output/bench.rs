@@ -39,6 +39,7 @@ pub fn write_bench(
         rows.iter().map(|r| r.robot_s_per_s).collect(),
     );
     t.string(voc::SIMD, col(|r| r.simd.clone()));
+    t.string(voc::SCHEME, col(|r| r.scheme.clone()));
     t.f64(
         voc::STEPS_PER_ROBOT_S,
         "1/s",
