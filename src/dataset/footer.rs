@@ -115,6 +115,9 @@ pub fn check_structure(bytes: &[u8]) -> Result<(), StructureError> {
             if let Some(stats) = meta.field(12) {
                 check_statistics(stats, leaf).map_err(chunk)?;
             }
+            if let Some(sizes) = meta.field(16) {
+                check_size_statistics(sizes, leaf).map_err(chunk)?;
+            }
             let start = meta.int(11).unwrap_or_else(|| int(9));
             let end = start.checked_add(int(7)).unwrap_or(-1);
             if start < 4 || end <= start || end as u64 > footer_start as u64 {
@@ -138,36 +141,84 @@ pub fn check_structure(bytes: &[u8]) -> Result<(), StructureError> {
 /// What the schema says of a column (a leaf of the schema tree).
 struct Leaf {
     physical: i64,
+    /// Its largest repetition and definition levels: the REPEATED, and the not REQUIRED,
+    /// elements on its path below the root.
+    max_rep: i64,
+    max_def: i64,
     /// The byte width of a value, where the type fixes one.
     width: Option<usize>,
     /// Text: a BYTE_ARRAY annotated UTF8 / STRING.
     text: bool,
 }
 
-/// The leaves of the footer's schema (its elements without children), in column order.
+/// The leaves of the footer's schema (its elements without children), in column order,
+/// with the levels their paths give them (the elements are the tree depth first, each
+/// group followed by its `num_children` children).
 fn leaves(footer: &Value) -> Vec<Leaf> {
-    footer
-        .list(2)
-        .iter()
-        .filter(|e| e.field(5).is_none() && e.field(1).is_some())
-        .map(|e| {
-            let physical = e.int(1).unwrap_or(-1);
-            let width = match physical {
-                0 => Some(1),
-                1 | 4 => Some(4),
-                2 | 5 => Some(8),
-                3 => Some(12),
-                7 => e.int(2).and_then(|w| usize::try_from(w).ok()),
-                _ => None,
-            };
-            let string_logical = e.field(10).is_some_and(|l| l.field(1).is_some());
-            Leaf {
-                physical,
-                width,
-                text: physical == 6 && (e.int(6) == Some(0) || string_logical),
-            }
-        })
-        .collect()
+    let elements = footer.list(2);
+    let mut out = Vec::new();
+    // Per open group: children still to come, and the levels of its path.
+    let mut open: Vec<(i64, i64, i64)> = Vec::new();
+    for (k, e) in elements.iter().enumerate() {
+        let (rep, def) = open.last().map_or((0, 0), |&(_, r, d)| (r, d));
+        if let Some(top) = open.last_mut() {
+            top.0 -= 1;
+        }
+        // The root's repetition does not count.
+        let (rep, def) = match (k, e.int(3)) {
+            (0, _) => (0, 0),
+            (_, Some(2)) => (rep + 1, def + 1),
+            (_, Some(1)) => (rep, def + 1),
+            _ => (rep, def),
+        };
+        match e.int(5) {
+            Some(children) if children > 0 => open.push((children, rep, def)),
+            _ if e.field(1).is_some() => out.push(leaf(e, rep, def)),
+            _ => {}
+        }
+        while open.last().is_some_and(|&(left, _, _)| left <= 0) {
+            open.pop();
+        }
+    }
+    out
+}
+
+fn leaf(e: &Value, max_rep: i64, max_def: i64) -> Leaf {
+    let physical = e.int(1).unwrap_or(-1);
+    let width = match physical {
+        0 => Some(1),
+        1 | 4 => Some(4),
+        2 | 5 => Some(8),
+        3 => Some(12),
+        7 => e.int(2).and_then(|w| usize::try_from(w).ok()),
+        _ => None,
+    };
+    let string_logical = e.field(10).is_some_and(|l| l.field(1).is_some());
+    Leaf {
+        physical,
+        max_rep,
+        max_def,
+        width,
+        text: physical == 6 && (e.int(6) == Some(0) || string_logical),
+    }
+}
+
+/// Level histograms of one bucket per level, 0 to the column's largest (the C++ readers
+/// refuse others).
+fn check_size_statistics(sizes: &Value, leaf: &Leaf) -> Result<(), String> {
+    for (id, name, max) in [
+        (2, "repetition", leaf.max_rep),
+        (3, "definition", leaf.max_def),
+    ] {
+        let n = sizes.list(id).len() as i64;
+        if sizes.field(id).is_some() && n != max + 1 {
+            return Err(format!(
+                "its {name} level histogram has {n} buckets, its levels 0..={max} need {}",
+                max + 1
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Statistics whose bounds have the width of their column's type (text, UTF-8) and
