@@ -71,7 +71,7 @@ pub fn scheme_metadata(cfg: &RunConfig, backend: Backend) -> Vec<(String, String
             (META_SCHEME.into(), scheme_name(cfg, backend)),
             (
                 META_FIXED_STEP.into(),
-                toml::to_string(&cfg.fixed_step).unwrap_or_default(),
+                toml::to_string(&cfg.fixed_step.resolved()).unwrap_or_default(),
             ),
         ],
     }

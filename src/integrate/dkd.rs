@@ -163,6 +163,16 @@ impl DkdSettings {
         self.scheme == Scheme::ImplicitBending
     }
 
+    /// These settings with the scheme's defaults written out (`theta`, `max_step`), as a
+    /// dataset records them.
+    pub fn resolved(&self) -> DkdSettings {
+        DkdSettings {
+            theta: Some(self.theta()),
+            max_step: Some(self.max_step()),
+            ..*self
+        }
+    }
+
     /// The cap on the automatic step (s).
     pub fn max_step(&self) -> f64 {
         self.max_step.unwrap_or(self.scheme.default_max_step())

@@ -261,13 +261,16 @@ pub fn run_block_from<const W: usize>(
 /// its kernel drifts the first half step at it and then sets the velocities to the
 /// run's initial ones (zero).
 pub fn start_velocity(record: &InstanceRecord, q0: &[f64]) -> Vec<f64> {
-    let mut q = q0.to_vec();
-    let mut v = vec![0.0; q0.len()];
-    crate::integrate::dkd::step(record, &mut q, &mut v);
+    let model = BlockModel::<1>::new(&[record]);
+    let mut st = BlockState::<1>::at_rest(q0.len(), |_, k| q0[k]);
+    let mut scratch = Scratch::<1>::new(record.n_legs);
+    Isa::detect()
+        .one_lane()
+        .advance(&model, &mut st, &mut scratch, 1);
     let two_over_h = 2.0 / record.h();
-    q.iter()
+    st.q.iter()
         .zip(q0)
-        .map(|(q1, q0)| (q1 - q0) * two_over_h)
+        .map(|(q1, q0)| (q1.lane(0) - q0) * two_over_h)
         .collect()
 }
 
