@@ -28,8 +28,8 @@ pub struct LaneJob<'a> {
     pub robot: &'a Robot,
     pub schedule: SampleSchedule,
     pub theta: f64,
-    /// The run's first opening drift moves at its kick's velocity ([`start_velocity`];
-    /// `DkdSettings::resolves_start`), not at the initial one.
+    /// The run's first opening drift ends where a probe step from rest ends
+    /// ([`start_velocity`]; `DkdSettings::resolves_start`), not at the initial velocity's.
     pub resolve_start: bool,
     pub max_steps: Option<u64>,
     pub deadline: Deadline,
