@@ -208,12 +208,13 @@ macro_rules! build {
 
             build!(@shared_mod $shared, $w, $fma $(, $features)?);
 
-            build!(@loop_mod five, five_nodes, $w, $fma $(, $features)?);
-            build!(@loop_mod any, any_nodes, $w, $fma $(, $features)?);
+            build!(@loop_mod five, 5, $w, $fma $(, $features)?);
+            build!(@loop_mod any, 0, $w, $fma $(, $features)?);
         }
     };
-    // A step loop of the build, `$body` compiled with its features in a module of its own.
-    (@loop_mod $name:ident, $body:ident, $w:literal, $fma:expr $(, $features:literal)?) => {
+    // A step loop of the build over its own leg matrices (`$nn` nodes, 0 = any),
+    // compiled with its features in a module of its own.
+    (@loop_mod $name:ident, $nn:literal, $w:literal, $fma:expr $(, $features:literal)?) => {
         mod $name {
             use super::super::super::kernel::{BlockState, Scratch};
             use super::super::super::model::BlockModel;
@@ -225,7 +226,7 @@ macro_rules! build {
                 s: &mut Scratch<$w>,
                 steps: usize,
             ) {
-                super::super::$body::<$w, { $fma }>(m, st, s, steps)
+                super::super::own_matrices::<$w, { $fma }, $nn>(m, st, s, steps)
             }
         }
     };
@@ -295,9 +296,10 @@ fn shared_five_nodes<const W: usize, const F: bool>(
     }
 }
 
-/// The step loop of five nodes per leg, each lane its own leg matrices.
+/// The step loop of each lane's own leg matrices: `NN` = 5 for the paper's five nodes
+/// per leg (its loops unroll), 0 for any node count (its loops run to the block's count).
 #[inline(always)]
-fn five_nodes<const W: usize, const F: bool>(
+fn own_matrices<const W: usize, const F: bool, const NN: usize>(
     m: &BlockModel<W>,
     st: &mut BlockState<W>,
     s: &mut Scratch<W>,
@@ -305,20 +307,6 @@ fn five_nodes<const W: usize, const F: bool>(
 ) {
     let mx = &m.matrices;
     for k in 0..steps {
-        kernel::step::<W, F, 5, _>(m, mx, st, s, k > 0, step_end(k, steps));
-    }
-}
-
-/// The step loop of any node count (its loops run to the block's count).
-#[inline(always)]
-fn any_nodes<const W: usize, const F: bool>(
-    m: &BlockModel<W>,
-    st: &mut BlockState<W>,
-    s: &mut Scratch<W>,
-    steps: usize,
-) {
-    let mx = &m.matrices;
-    for k in 0..steps {
-        kernel::step::<W, F, 0, _>(m, mx, st, s, k > 0, step_end(k, steps));
+        kernel::step::<W, F, NN, _>(m, mx, st, s, k > 0, step_end(k, steps));
     }
 }
