@@ -70,9 +70,7 @@ const STEPS: [f64; 10] = [42.0, 36.0, 30.0, 24.0, 16.0, 12.0, 10.0, 8.0, 6.0, 4.
 /// `NAME` or `NAME:THETA`.
 fn settings(arg: &str) -> DkdSettings {
     let (name, theta) = arg.split_once(':').unwrap_or((arg, ""));
-    let scheme: Scheme = toml::Value::String(name.into())
-        .try_into()
-        .expect("a scheme: dkd-dc or implicit-bending");
+    let scheme: Scheme = name.parse().expect("a scheme: dkd-dc or implicit-bending");
     DkdSettings {
         scheme,
         theta: (!theta.is_empty()).then(|| theta.parse().expect("θ is a number in [0, 1]")),

@@ -40,6 +40,15 @@ pub struct BenchPlan {
     pub robot: Params,
 }
 
+impl BenchPlan {
+    /// Each batch size under each scheme, in the order they are measured.
+    fn runs(&self) -> impl Iterator<Item = (usize, Scheme)> + '_ {
+        self.batches
+            .iter()
+            .flat_map(|&n| self.schemes.iter().map(move |&s| (n, s)))
+    }
+}
+
 /// One measurement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchRow {
@@ -180,11 +189,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                 pool.install(|| {
                     run_batch_on(isa, &workload(&plan.robot, 2, 0.01, Scheme::default()))
                 });
-                for (&n, &scheme) in plan
-                    .batches
-                    .iter()
-                    .flat_map(|n| plan.schemes.iter().map(move |s| (n, s)))
-                {
+                for (n, scheme) in plan.runs() {
                     let cfgs = workload(&plan.robot, n, t, scheme);
                     let mut results = Vec::new();
                     let wall = pool.install(|| timed(|| results = run_batch_on(isa, &cfgs)));
@@ -239,11 +244,7 @@ pub fn run(plan: &BenchPlan, on_row: &mut dyn FnMut(&BenchRow)) -> (Vec<BenchRow
                     continue;
                 }
                 let software = a.device_type == "Cpu";
-                for (&n, &scheme) in plan
-                    .batches
-                    .iter()
-                    .flat_map(|n| plan.schemes.iter().map(move |s| (n, s)))
-                {
+                for (n, scheme) in plan.runs() {
                     if software && n > plan.software_gpu_max_batch {
                         skipped.push(Skipped {
                             what: format!("{what} batch {n}"),

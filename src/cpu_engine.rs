@@ -107,11 +107,12 @@ impl<'a> Lane<'a> {
 
     fn job(&self) -> LaneJob<'a> {
         let p = self.p;
+        let settings = p.cfg.fixed_step.for_point(&p.cfg.params);
         LaneJob {
             robot: &p.robot,
             schedule: self.schedule,
-            theta: p.cfg.fixed_step.for_point(&p.cfg.params).theta(),
-            resolve_start: p.cfg.fixed_step.for_point(&p.cfg.params).resolves_start(),
+            theta: settings.theta(),
+            resolve_start: settings.resolves_start(),
             max_steps: p.cfg.fixed_step.max_steps,
             // What is left of the point's `--point-timeout`, from this block's start.
             deadline: Deadline::after(p.cfg.point_timeout.map(|t| (t - self.busy).max(0.0))),

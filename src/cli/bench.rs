@@ -19,21 +19,6 @@ enum Engine {
     Gpu,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SchemeArg {
-    DkdDc,
-    ImplicitBending,
-}
-
-impl From<SchemeArg> for Scheme {
-    fn from(s: SchemeArg) -> Scheme {
-        match s {
-            SchemeArg::DkdDc => Scheme::DkdDc,
-            SchemeArg::ImplicitBending => Scheme::ImplicitBending,
-        }
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Engines to measure.
@@ -61,15 +46,10 @@ pub struct BenchArgs {
     /// this CPU has).
     #[arg(long, value_delimiter = ',')]
     simd: Vec<String>,
-    /// The batch engines' fixed-step schemes to compare, each at its own default step
-    /// (`[fixed_step] scheme`).
-    #[arg(
-        long,
-        value_enum,
-        value_delimiter = ',',
-        default_value = "dkd-dc,implicit-bending"
-    )]
-    scheme: Vec<SchemeArg>,
+    /// The batch engines' fixed-step schemes to compare (dkd-dc, implicit-bending), each
+    /// at its own default step (`[fixed_step] scheme`).
+    #[arg(long, value_delimiter = ',', default_value = "dkd-dc,implicit-bending")]
+    scheme: Vec<Scheme>,
     /// Largest batch on a software GPU adapter such as lavapipe (slow by nature).
     #[arg(long, default_value_t = 256)]
     software_gpu_max_batch: usize,
@@ -134,7 +114,7 @@ fn plan(a: &BenchArgs) -> Result<BenchPlan> {
         reference_t_final: a.reference_t_final,
         threads,
         isas,
-        schemes: a.scheme.iter().map(|&s| s.into()).collect(),
+        schemes: a.scheme.clone(),
         software_gpu_max_batch: a.software_gpu_max_batch,
     })
 }

@@ -70,6 +70,16 @@ impl Scheme {
     }
 }
 
+impl std::str::FromStr for Scheme {
+    type Err = serde::de::value::Error;
+
+    /// A scheme by the name a config file gives it (`dkd-dc`, `implicit-bending`).
+    fn from_str(name: &str) -> Result<Scheme, Self::Err> {
+        use serde::de::IntoDeserializer;
+        Scheme::deserialize(name.into_deserializer())
+    }
+}
+
 /// Fixed-step settings.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

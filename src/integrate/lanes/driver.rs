@@ -267,11 +267,17 @@ pub fn start_velocity(record: &InstanceRecord, q0: &[f64]) -> Vec<f64> {
     Isa::detect()
         .one_lane()
         .advance(&model, &mut st, &mut scratch, 1);
-    let two_over_h = 2.0 / record.h();
+    let h = record.h();
     st.q.iter()
         .zip(q0)
-        .map(|(q1, q0)| (q1.lane(0) - q0) * two_over_h)
+        .map(|(q1, &q0)| start_drift_velocity(q1.lane(0), q0, h))
         .collect()
+}
+
+/// 2(q₁ − q₀)/h, the velocity that drifts q₀ to q₁ in half a step, rounded the same on
+/// the CPU's lanes and in the GPU engine's upload.
+fn start_drift_velocity(q1: f64, q0: f64, h: f64) -> f64 {
+    (q1 - q0) * (2.0 / h)
 }
 
 /// The lanes whose jobs resolve their start and take their first step here move by
@@ -292,13 +298,12 @@ fn resolve_start<const W: usize>(
     let mut probe = st.clone();
     probe.v.iter_mut().for_each(|v| *v = L::zero());
     isa.advance(m, &mut probe, s, 1);
-    // The GPU kernel's arithmetic: v_s = (q₁ − q₀)·(2/h), then q₀ + (h/2)·v_s.
+    // The GPU kernel's arithmetic: q₀ + (h/2)·v_s.
     for j in (0..jobs.len()).filter(|&j| fresh(j)) {
         let h = m.d.h.lane(j);
-        let (half, two_over_h) = (0.5 * h, 2.0 / h);
         for ((q, v), q1) in st.q.iter_mut().zip(&st.v).zip(&probe.q) {
-            let v_start = (q1.lane(j) - q.lane(j)) * two_over_h;
-            q.0[j] += half * (v_start - v.lane(j));
+            let v_start = start_drift_velocity(q1.lane(j), q.lane(j), h);
+            q.0[j] += 0.5 * h * (v_start - v.lane(j));
         }
     }
 }
