@@ -1,8 +1,8 @@
 //! The compensated f32 kernel (`--gpu-precision f32`) against the f64 CPU engine: the
 //! same class and `settled`, max |V|/ℓ ≤ 1e-6, displacement within 1e-3 relative
 //! (floor 0.1 m), mean lag within 1e-3 rad. On the eight validation points and on a
-//! 3 × 3 sub-lattice of the K_p × Δφ map of docs/gpu.md (the full 8 × 8 map is the
-//! ignored `f32_kernel_on_the_full_map`, whose figures docs/gpu.md records). Skipped
+//! 3 × 3 sub-lattice of the K_p × Δφ map of docs/gpu.md (the full 8 × 8 map, under either
+//! fixed-step scheme, is the ignored `gpu_f32::study`, whose figures docs/gpu.md records). Skipped
 //! with a notice where no adapter exists, unless METACHRON_REQUIRE_GPU=1 (CI).
 
 use crate::common;
@@ -10,6 +10,7 @@ use crate::common;
 use common::validation::validation_points;
 use metachron::batch::{run_batch, Engine};
 use metachron::gpu::{GpuContext, GpuEngine, GpuOptions, PrecisionChoice};
+use metachron::integrate::dkd::Scheme;
 use metachron::metrics::Metrics;
 use metachron::simulate::RunConfig;
 
@@ -148,19 +149,37 @@ fn f32_kernel_meets_the_targets_on_a_reduced_map() {
 mod study {
     use super::*;
 
-    /// The whole 8 × 8 map (≈ 640 robot-s on the f32 kernel: minutes on lavapipe).
-    /// `cargo test --release --test suite gpu_f32::study -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn f32_kernel_on_the_full_map() {
-        let Some(ctx) = f32_context("f32_kernel_on_the_full_map") else {
+    /// The whole 8 × 8 map under `scheme` (≈ 640 robot-s on the f32 kernel: minutes on
+    /// lavapipe), both engines at the scheme's own step.
+    fn full_map(test: &str, scheme: Scheme) {
+        let Some(ctx) = f32_context(test) else {
             return;
         };
         let points: Vec<_> = (0..8)
             .flat_map(|i| (0..8).map(move |j| map_point(i, j)))
+            .map(|(name, mut c)| {
+                c.fixed_step.scheme = scheme;
+                (name, c)
+            })
             .collect();
         let misses = compare(&ctx, &points);
         assert!(misses.is_empty(), "{}", misses.join("\n"));
+    }
+
+    /// `cargo test --release --test suite gpu_f32::study -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn f32_kernel_on_the_full_map() {
+        full_map("f32_kernel_on_the_full_map", Scheme::DkdDc);
+    }
+
+    #[test]
+    #[ignore]
+    fn f32_kernel_on_the_full_map_under_implicit_bending() {
+        full_map(
+            "f32_kernel_on_the_full_map_under_implicit_bending",
+            Scheme::ImplicitBending,
+        );
     }
 }
 
