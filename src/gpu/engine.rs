@@ -24,6 +24,7 @@ use super::tally::{self, RunningSum, StateLayout};
 use super::{GpuError, Precision};
 use crate::error::SolverError;
 use crate::integrate::continuation::continued_schedule;
+use crate::integrate::dkd::DkdSettings;
 use crate::integrate::lanes::driver::start_velocity;
 use crate::integrate::record::{InstanceRecord, MatrixSet};
 use crate::integrate::schedule::SampleSchedule;
@@ -100,6 +101,7 @@ pub struct GpuEngine {
 /// schedule, step and initial state, so the batch can be assembled without the robot.
 fn plan_instance(
     cfg: &RunConfig,
+    settings: &DkdSettings,
     robot: &Robot,
     record: &InstanceRecord,
     matrix_set: u32,
@@ -107,7 +109,7 @@ fn plan_instance(
     let h = record.h();
     let sched = SampleSchedule::new(&cfg.metrics, cfg.params.t_final, h);
     let (q0, _) = robot.initial_state();
-    let v_start = if cfg.fixed_step.for_point(&cfg.params).resolves_start() {
+    let v_start = if settings.resolves_start() {
         start_velocity(record, &q0)
     } else {
         vec![0.0; q0.len()]
@@ -131,8 +133,10 @@ fn plan_batch(cfgs: &[&RunConfig], shape: KernelShape) -> (Vec<InstancePlan>, Ve
     let mut plans = Vec::with_capacity(cfgs.len());
     for cfg in cfgs {
         let robot = Robot::new(&cfg.params);
-        let h = cfg.fixed_step.step_for(&robot, cfg.metrics.dt_out);
-        let record = InstanceRecord::new(&robot, h, cfg.fixed_step.for_point(&cfg.params).theta());
+        // The settings this point runs (`DkdSettings::for_point`): its θ and its start.
+        let settings = cfg.fixed_step.for_point(&cfg.params);
+        let h = settings.step_for(&robot, cfg.metrics.dt_out);
+        let record = InstanceRecord::new(&robot, h, settings.theta());
         let leg_length = record.params.leg_length;
         let mut key = record.matrices.key();
         key.push(leg_length.to_bits());
@@ -148,7 +152,7 @@ fn plan_batch(cfgs: &[&RunConfig], shape: KernelShape) -> (Vec<InstancePlan>, Ve
             mats.extend(words);
             next
         });
-        plans.push(plan_instance(cfg, &robot, &record, set));
+        plans.push(plan_instance(cfg, &settings, &robot, &record, set));
     }
     (plans, mats)
 }
