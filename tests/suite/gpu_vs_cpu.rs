@@ -339,16 +339,20 @@ fn f32_path_accuracy() {
     if common::gpu::gpu_context("f32_path_accuracy").is_none() {
         return;
     }
-    let ctx = f32_context();
-    let mut c = RunConfig::default();
+    let (g, r) = one_second_on_f32_and_cpu(RunConfig::default());
+    eprintln!("f32 gpu: {:?}\nf64 cpu: {:?}", g.metrics, r.metrics);
+    assert_f32_targets("paper", &g, &r);
+}
+
+/// The robot of `c` over 1 s on the compensated f32 kernel and on the f64 CPU engine.
+fn one_second_on_f32_and_cpu(mut c: RunConfig) -> (PointResult, PointResult) {
     c.params.t_final = 1.0;
-    let g = GpuEngine::new(&ctx)
+    let g = GpuEngine::new(&f32_context())
         .run(std::slice::from_ref(&c))
         .expect("f32 run")
         .remove(0);
     let r = run_point(&c, &Engine::Cpu, false, |_| {}).expect("cpu");
-    eprintln!("f32 gpu: {:?}\nf64 cpu: {:?}", g.metrics, r.metrics);
-    assert_f32_targets("paper", &g, &r);
+    (g, r)
 }
 
 /// The adapter of the suite's GPU tests, asked for the f32 kernels.
@@ -515,14 +519,7 @@ fn gpu_matches_its_cpu_twin_under_implicit_bending() {
         assert_twins_within(name, g, &c, 1e-9, 5e-12);
     }
     drop(ctx);
-    let f32_ctx = f32_context();
-    let mut c = implicit(RunConfig::default());
-    c.params.t_final = 1.0;
-    let g = GpuEngine::new(&f32_ctx)
-        .run(std::slice::from_ref(&c))
-        .expect("f32 run")
-        .remove(0);
-    let r = run_point(&c, &Engine::Cpu, false, |_| {}).expect("cpu");
+    let (g, r) = one_second_on_f32_and_cpu(implicit(RunConfig::default()));
     assert_eq!(g.stats.steps, r.stats.steps);
     assert_f32_targets("paper, implicit bending", &g, &r);
 }
