@@ -2,13 +2,14 @@
 //! promise on the validated metrics (docs/integrators.md), judged in one place for the
 //! validation tests and for the step-rule study (`examples/step_rule.rs`).
 //!
-//! DKD-dc is second order; at its default step the walking metrics of the paper's run are
-//! within ~1e-5 of the reference. The promise: [`Tolerances::phase_abs`] on phase-like
-//! metrics (rad or unitless), [`Tolerances::walk_rel`] relative on displacement, speed and
-//! work with a floor at robot scale (0.3 m, 0.1 m/s, 1 J: a passive robot that barely
-//! moves must not be judged relative to zero), 0.01 on the duty factor (contact flags
-//! switch on output samples), and the inextensibility error within 5× of the
-//! reference's either way; status and class the same.
+//! DKD-dc is first order in h (docs/integrators.md, "The observed order"); at its default
+//! step the walking metrics of the paper's run are within ~1e-5 of the reference. The
+//! promise: [`Tolerances::phase_abs`] on phase-like metrics (rad or unitless),
+//! [`Tolerances::walk_rel`] relative on displacement, speed and work with a floor at robot
+//! scale (0.3 m, 0.1 m/s, 1 J: a passive robot that barely moves must not be judged
+//! relative to zero), 0.01 on the duty factor (contact flags switch on output samples),
+//! and the inextensibility error within 5× of the reference's either way; status and
+//! class the same.
 
 use crate::metrics::Metrics;
 use crate::vocabulary::{metric, CLASS, STATUS};
