@@ -111,7 +111,7 @@ impl<'a> Lane<'a> {
         LaneJob {
             robot: &p.robot,
             schedule: self.schedule,
-            theta: settings.theta(),
+            kick: settings.kick_form(),
             resolve_start: settings.resolves_start(),
             max_steps: p.cfg.fixed_step.max_steps,
             // What is left of the point's `--point-timeout`, from this block's start.

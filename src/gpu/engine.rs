@@ -136,7 +136,7 @@ fn plan_batch(cfgs: &[&RunConfig], shape: KernelShape) -> (Vec<InstancePlan>, Ve
         // The settings this point runs (`DkdSettings::for_point`): its θ and its start.
         let settings = cfg.fixed_step.for_point(&cfg.params);
         let h = settings.step_for(&robot, cfg.metrics.dt_out);
-        let record = InstanceRecord::new(&robot, h, settings.theta());
+        let record = InstanceRecord::with_form(&robot, h, settings.kick_form());
         let leg_length = record.params.leg_length;
         let mut key = record.matrices.key();
         key.push(leg_length.to_bits());

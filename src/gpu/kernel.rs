@@ -187,7 +187,8 @@ fn leg_forces(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) 
     }
     c.line("// The drift-consistency (\"dc\") term: the drift adds h²vᵀGv to V every step.");
     c.line("let pen = (p_lambda * 2.0 + p_lambda_2etamu * h) * vgv + p_lambda_eta2 * v_res;");
-    c.line("// The inertia term ρMv of the right-hand side is a·Pv − aθh²K_M·Kv, a = ρ/(ρ + hζ):");
+    c.line("// The inertia term (ρ − (1 − s)hζ)Mv of the right-hand side is a·Pv − aθh²K_M·Kv,");
+    c.line("// a = (ρ − (1 − s)hζ)/(ρ + s·hζ), s the drag's share at the new velocity:");
     c.line(
         "// its P⁻¹ is a·v (added after the solve), the rest moves the bending to θ' = (1 − a)θ.",
     );
@@ -196,8 +197,9 @@ fn leg_forces(c: &mut Code, leg: Leg, couple: bool, ground: bool, arith: Arith) 
         c.line(format!("let tb_{i} = {qk}_{i} - p_theta_h * v_{i};"));
     }
     leg.fe_mul(c, mats.bending(), "tb", "kb");
-    c.line(format!("let b1 = q_{ib};"));
-    c.line(format!("let d1 = q_{id};"));
+    c.line("// ∇ψ at q + lead·v: the step's end where the velocity terms are centred.");
+    c.line(format!("let b1 = q_{ib} + p_servo_lead * v_{ib};"));
+    c.line(format!("let d1 = q_{id} + p_servo_lead * v_{id};"));
     c.line("let r2 = b1 * b1 + d1 * d1;");
     c.line("let gb = -d1 / r2;");
     c.line("let gd = b1 / r2;");
@@ -807,9 +809,11 @@ fn body_kick(c: &mut Code, n_legs: usize, ground: bool, law: bool, arith: Arith)
         body_kick_law(c, n_legs);
         return;
     }
-    c.line("vb.x = (bm * vb.x + h * (bm * p_g + load.x)) / (bm + h * p_zeta);");
-    c.line("vb.y = (bm * vb.y + h * load.y) / (bm + h * p_zeta);");
-    c.line("vb.z = (p_inertia * vb.z + h * load.z) / (p_inertia + h * p_zeta_l2);");
+    c.line("let kept = bm - p_body_drag_old;");
+    c.line("let turn_kept = p_inertia - p_body_turn_drag_old;");
+    c.line("vb.x = (kept * vb.x + h * (bm * p_g + load.x)) / (bm + p_body_drag);");
+    c.line("vb.y = (kept * vb.y + h * load.y) / (bm + p_body_drag);");
+    c.line("vb.z = (turn_kept * vb.z + h * load.z) / (p_inertia + p_body_turn_drag);");
 }
 
 /// The body kick under the coupling's law (CPU: `lanes::kernel::body_kick_law`): the
@@ -830,15 +834,17 @@ fn body_kick_law(c: &mut Code, n_legs: usize) {
         "let pull = h * ({});",
         sum(&|j| format!("wg_pull[first + {j}u].xyz"))
     ));
-    c.line("let r0 = bm * vb.x + h * (bm * p_g + load.x) + pull.x;");
-    c.line("let xx = bm + h * p_zeta + a_lo.x;");
+    c.line("let kept = bm - p_body_drag_old;");
+    c.line("let turn_kept = p_inertia - p_body_turn_drag_old;");
+    c.line("let r0 = kept * vb.x + h * (bm * p_g + load.x) + pull.x;");
+    c.line("let xx = bm + p_body_drag + a_lo.x;");
     c.line("let l10 = a_lo.w / xx;");
-    c.line("let r1 = bm * vb.y + h * load.y + pull.y - l10 * r0;");
+    c.line("let r1 = kept * vb.y + h * load.y + pull.y - l10 * r0;");
     c.line("let l20 = a_hi.x / xx;");
-    c.line("let yy1 = bm + h * p_zeta + a_lo.y - l10 * a_lo.w;");
+    c.line("let yy1 = bm + p_body_drag + a_lo.y - l10 * a_lo.w;");
     c.line("let yt1 = a_hi.y - l20 * a_lo.w;");
-    c.line("let tt1 = p_inertia + h * p_zeta_l2 + a_lo.z - l20 * a_hi.x;");
-    c.line("let r2 = p_inertia * vb.z + h * load.z + pull.z - l20 * r0;");
+    c.line("let tt1 = p_inertia + p_body_turn_drag + a_lo.z - l20 * a_hi.x;");
+    c.line("let r2 = turn_kept * vb.z + h * load.z + pull.z - l20 * r0;");
     c.line("let l21 = yt1 / yy1;");
     c.line("let t = (r2 - l21 * r1) / (tt1 - l21 * yt1);");
     c.line("let y = (r1 - yt1 * t) / yy1;");

@@ -60,6 +60,21 @@ pub struct Context<'a> {
     pub robot: &'a Robot,
     pub h: f64,
     pub theta: f64,
+    /// The kick's velocity terms centred on the step ([`KickForm::centred`]).
+    pub centred: bool,
+}
+
+/// How the kick takes its terms: the bending's implicitness θ, and whether its velocity
+/// terms are centred on the step (`DkdSettings::centres_velocity_terms`): the drag ζ of
+/// the legs and the body by the trapezoidal rule, half at the incoming velocity and half
+/// at the new one, rather than all at the new one; and the basal servo's gradient ∇ψ at
+/// the step's end, q + (h/2)v, the middle of the drift its new velocity drives, rather
+/// than at the midpoint. Each uncentred term is a first-order error of the scheme
+/// (docs/integrators.md, "The observed order").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KickForm {
+    pub theta: f64,
+    pub centred: bool,
 }
 
 impl Context<'_> {
@@ -86,10 +101,28 @@ impl Context<'_> {
         harmonic(&self.robot.terrain, m)
     }
 
-    /// a = ρ/(ρ + hζ): the kick's inertia term ρMv is a·Pv − aθh²K_M·Kv − a·hC_b·E₁v.
+    /// The drag's share taken at the new velocity: 1 (backward Euler), or ½ (the
+    /// trapezoidal rule) where the velocity terms are centred.
+    fn drag_new_share(&self) -> f64 {
+        if self.centred {
+            0.5
+        } else {
+            1.0
+        }
+    }
+
+    /// a = (ρ − (1 − s)hζ)/(ρ + s·hζ), s the drag's new share (a = ρ/(ρ + hζ) at s = 1):
+    /// the kick's inertia term (ρ − (1 − s)hζ)Mv is a·Pv − aθh²K_M·Kv − a·hC_b·E₁v.
     fn inertia_share(&self) -> f64 {
         let p = &self.robot.p;
-        p.rho / (p.rho + self.h * p.zeta)
+        let s = self.drag_new_share();
+        (p.rho - (1.0 - s) * self.h * p.zeta) / (p.rho + s * self.h * p.zeta)
+    }
+
+    /// ζℓ²: the body's rotational damping.
+    fn zeta_l2(&self) -> f64 {
+        let p = &self.robot.p;
+        p.zeta * p.leg_length * p.leg_length
     }
 
     /// C_b = 2c_α + c_β: the damping of the three springs at every leg base (two α and
@@ -117,7 +150,9 @@ constants! {
     Derived, c: &Context;
     /// The fixed step h (s).
     h = c.h;
-    /// a = ρ/(ρ + hζ): P⁻¹ρMv = a·v − aθh²K_M·P⁻¹Kv (docs/integrators.md).
+    /// a = (ρ − (1 − s)hζ)/(ρ + s·hζ), s the drag's share at the new velocity (a =
+    /// ρ/(ρ + hζ) uncentred): P⁻¹(ρ − (1 − s)hζ)Mv = a·v − aθh²K_M·P⁻¹Kv
+    /// (docs/integrators.md).
     inertia_share = c.inertia_share();
     /// θ'h = (1 − a)θh: the kick's bending is taken at q − θ'hv once its inertia term
     /// has been rewritten through P.
@@ -136,8 +171,16 @@ constants! {
     /// the rest explicit; this is the explicit share's C_b·v_base net of the inertia
     /// term's −a·C_b·v_base (docs/integrators.md, "The coupling's dampers").
     base_damping_explicit = (1.0 - c.inertia_share()) * c.base_damping();
-    /// ζℓ²: the body's rotational damping.
-    zeta_l2 = c.robot.p.zeta * c.robot.p.leg_length * c.robot.p.leg_length;
+    /// The body's drag impulse factors at the new velocity, s·hζ and s·hζℓ² (s the
+    /// drag's new share, [`KickForm::centred`]), and at the incoming one, (1 − s)·hζ and
+    /// (1 − s)·hζℓ²: (m + s·hζ)v⁺ = (m − (1 − s)hζ)v + h·F, and ζℓ² for the rotation.
+    body_drag = c.drag_new_share() * c.h * c.robot.p.zeta;
+    body_drag_old = (1.0 - c.drag_new_share()) * c.h * c.robot.p.zeta;
+    body_turn_drag = c.drag_new_share() * (c.h * c.zeta_l2());
+    body_turn_drag_old = (1.0 - c.drag_new_share()) * (c.h * c.zeta_l2());
+    /// How far ahead of the midpoint the servo takes its gradient ∇ψ, along the incoming
+    /// velocity: h/2 where the velocity terms are centred (the step's end), else 0.
+    servo_lead = if c.centred { 0.5 * c.h } else { 0.0 };
     /// The body's moment of inertia I_b.
     inertia = c.robot.body.inertia;
     /// Body-frame anchors B_1 and B_{N+2} of the end springs.
@@ -216,7 +259,8 @@ constants! {
 pub struct MatrixSet {
     pub bending: Dense,
     pub geometric: Dense,
-    /// P⁻¹, P = (ρ + hζ)M + θh²K_M·K + hC_b·E₁ (E₁: the base node's value unknown).
+    /// P⁻¹, P = (ρ + s·hζ)M + θh²K_M·K + hC_b·E₁ (s the drag's share at the new
+    /// velocity; E₁: the base node's value unknown).
     pub p_inv: Dense,
     /// P's band LDLᵀ (the cpu kick solves with it; the GPU's multiplies by P⁻¹).
     pub p_factor: BandLdlt,
@@ -233,9 +277,10 @@ impl MatrixSet {
         let m = 2 * robot.n_nodes;
         let mut pm = Dense::zeros(m);
         pm.nodes = robot.fe.mass.nodes;
+        let drag = c.drag_new_share() * h * p.zeta;
         for i in 0..m * m {
-            pm.a[i] = (p.rho + h * p.zeta) * robot.fe.mass.a[i]
-                + theta * h * h * p.k_m * robot.fe.bending.a[i];
+            pm.a[i] =
+                (p.rho + drag) * robot.fe.mass.a[i] + theta * h * h * p.k_m * robot.fe.bending.a[i];
         }
         // The coupling's dampers at the base (a_1 in X, c_1 in Y), implicit: hC_b on the
         // base's diagonal entry (0 without dampers).
@@ -288,9 +333,28 @@ pub struct InstanceRecord {
 }
 
 impl InstanceRecord {
-    /// The record of `robot` stepped with h and bending implicitness θ.
+    /// The record of `robot` stepped with h and bending implicitness θ, its velocity
+    /// terms uncentred (`dkd-dc`'s kick).
     pub fn new(robot: &Robot, h: f64, theta: f64) -> InstanceRecord {
-        let c = Context { robot, h, theta };
+        Self::with_form(
+            robot,
+            h,
+            KickForm {
+                theta,
+                centred: false,
+            },
+        )
+    }
+
+    /// The record of `robot` stepped with h under the kick's `form`.
+    pub fn with_form(robot: &Robot, h: f64, form: KickForm) -> InstanceRecord {
+        let (theta, centred) = (form.theta, form.centred);
+        let c = Context {
+            robot,
+            h,
+            theta,
+            centred,
+        };
         let profile = Profile::new(&robot.p);
         InstanceRecord {
             n_legs: robot.n_legs,

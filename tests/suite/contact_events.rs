@@ -1,12 +1,14 @@
 //! Contact events of the reference: the locator finds analytic crossing times,
 //! the hysteresis band holds a contact until its gap falls to −δ, and the grazing point
-//! (which stalls a solver without events) runs through and agrees with the fixed-step engine.
+//! (which stalls a solver without events) runs through and agrees with the fixed-step engine
+//! under either scheme.
 
 use crate::common;
 
 use common::validation::disagreements_within;
 use metachron::batch::{run_point, Engine};
 use metachron::integrate::accuracy::Tolerances;
+use metachron::integrate::dkd::Scheme;
 use metachron::integrate::events::{DenseStep, Switching};
 use metachron::model::contact::gap;
 use metachron::model::{ContactMode, Robot};
@@ -151,22 +153,30 @@ fn the_grazing_point_runs_through_and_matches_the_cpu_engine() {
         "{} events",
         r.stats.contact_events
     );
-    let c = run_point(&cfg, &Engine::Cpu, false, |_| {}).unwrap();
     // Walking metrics to 5e-3 and phase-like ones to 3e-3: the grazing makes them
     // sensitive beyond the scheme's error (cpu mean speed at h = 2.38e-4, 2e-4, 1.2e-4,
     // 6e-5: 0.137991, 0.138432, 0.138015, 0.137896 m/s, reference 0.138312; min PLV at
     // h = auto, 2e-4, 1.25e-4, 6.25e-5, 3.125e-5: 0.740588, 0.740451, 0.742702, 0.740224,
     // 0.742291 with the touchdown correction and 0.741678, 0.741920, 0.740472, 0.740830,
-    // 0.742834 without it, reference 0.742313; 2026-12-03).
-    let bad = disagreements_within(
-        "grazing point",
-        &c.metrics,
-        &r.metrics,
-        Tolerances {
-            walk_rel: 5e-3,
-            phase_abs: 3e-3,
-        },
-    );
+    // 0.742834 without it, reference 0.742313; 2026-12-03). Each scheme at its own default
+    // step, which is what a run takes: under implicit bending the mean speed scatters
+    // wider with the step (0.138242 at its 6.25e-4 s, 0.137180 at 2.5e-4 s;
+    // docs/integrators.md, "Grazing contact").
+    let mut bad = Vec::new();
+    for scheme in [Scheme::DkdDc, Scheme::ImplicitBending] {
+        let mut at = cfg.clone();
+        at.fixed_step.scheme = scheme;
+        let c = run_point(&at, &Engine::Cpu, false, |_| {}).unwrap();
+        bad.extend(disagreements_within(
+            &format!("grazing point, {}", scheme.name()),
+            &c.metrics,
+            &r.metrics,
+            Tolerances {
+                walk_rel: 5e-3,
+                phase_abs: 3e-3,
+            },
+        ));
+    }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 

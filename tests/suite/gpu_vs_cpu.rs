@@ -514,9 +514,10 @@ fn gpu_matches_its_cpu_twin_under_implicit_bending() {
             dkd_dc.stats.steps
         );
         // max |V|/ℓ (~4e-8 here) is a difference of O(1) numbers that round-off moves by
-        // ~1e-12: on the slope over 0.5 s the twins differ by 1.55e-12 under either
-        // scheme (the other tests' horizons stay under 1e-12).
-        assert_twins_within(name, g, &c, 1e-9, 5e-12);
+        // ~1e-12, more as the step grows: on the slope over 0.5 s the twins differ by
+        // 1.55e-12 at 1/3000 s and 5.1e-12 at this scheme's 6.25e-4 s, where every other
+        // metric agrees within 1e-9 (the other tests' horizons stay under 1e-12).
+        assert_twins_within(name, g, &c, 1e-9, 1e-11);
     }
     drop(ctx);
     let (g, r) = one_second_on_f32_and_cpu(implicit(RunConfig::default()));

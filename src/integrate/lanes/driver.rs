@@ -14,7 +14,7 @@ use super::kernel::{BlockState, Scratch};
 use super::model::BlockModel;
 use super::readout::Readout;
 use super::simd::{Lanes, L};
-use crate::integrate::record::InstanceRecord;
+use crate::integrate::record::{InstanceRecord, KickForm};
 use crate::integrate::schedule::SampleSchedule;
 use crate::model::Robot;
 use crate::sample::{Deadline, Sample, Status};
@@ -22,12 +22,12 @@ use crate::sample::{Deadline, Sample, Status};
 /// Steps between budget checks (a step is ~1 µs, a clock read ~25 ns).
 pub const BUDGET_CHECK_STEPS: usize = 1024;
 
-/// One lane's robot, schedule, kick implicitness θ, start and budget.
+/// One lane's robot, schedule, kick form (θ, centring), start and budget.
 #[derive(Debug, Clone, Copy)]
 pub struct LaneJob<'a> {
     pub robot: &'a Robot,
     pub schedule: SampleSchedule,
-    pub theta: f64,
+    pub kick: KickForm,
     /// The run's first opening drift ends where a probe step from rest ends
     /// ([`start_velocity`]; `DkdSettings::resolves_start`), not at the initial velocity's.
     pub resolve_start: bool,
@@ -150,7 +150,7 @@ pub fn run_block_from<const W: usize>(
     check_starts::<W>(jobs, starts);
     let records: Vec<InstanceRecord> = jobs
         .iter()
-        .map(|j| InstanceRecord::new(j.robot, j.schedule.h, j.theta))
+        .map(|j| InstanceRecord::with_form(j.robot, j.schedule.h, j.kick))
         .collect();
     let model = BlockModel::<W>::new(&records.iter().collect::<Vec<_>>());
     let rest: Vec<Vec<f64>> = jobs.iter().map(|j| j.robot.initial_state().0).collect();

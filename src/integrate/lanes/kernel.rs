@@ -3,10 +3,11 @@
 //! contact and the servo enter through 0/1 masks, and the Woodbury update always has
 //! three columns (an inactive one is scaled by zero and drops out exactly).
 //!
-//! Per leg the kick solves (P + UUᵀ) v⁺ = r with P = (ρ + hζ)M + θh²K_M·K constant,
+//! Per leg the kick solves (P + UUᵀ) v⁺ = r with P = (ρ + s·hζ)M + θh²K_M·K constant
+//! (s the drag's share at the new velocity, `record::KickForm`),
 //! U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·e_tip]: z = P⁻¹r and P⁻¹J by P's band LDLᵀ
-//! (`hermite::BandLdlt`; the inertia part of r needs no product: P⁻¹ρMv = a·v,
-//! a = ρ/(ρ + hζ), with the bending at q − (1 − a)θhv), the servo and friction columns
+//! (`hermite::BandLdlt`; the inertia part of r needs no product: P⁻¹(ρ − (1 − s)hζ)Mv =
+//! a·v, a = (ρ − (1 − s)hζ)/(ρ + s·hζ), with the bending at q − (1 − a)θhv), the servo and friction columns
 //! of P⁻¹ read directly, a 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y;
 //! last the touchdown correction of v⁺ and of the leg's midpoint (docs/integrators.md,
 //! "Touchdown").
@@ -870,8 +871,8 @@ fn leg_forces<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     // Penalty force factor with the drift-consistency term (h²vᵀGv added to V per drift).
     let pen = (m.p.lambda * 2.0 + m.d.lambda_2etamu * m.d.h) * vgv + m.d.lambda_eta2 * residual;
     // Right-hand side r' = λJ(Jᵀv) + h·F, F = −K_M·K(q − θ'hv) − pen·J + weight + the
-    // point forces (springs, servo, contact). The inertia term ρMv of the kick's
-    // right-hand side is aPv − aθh²K_M·Kv (a = ρ/(ρ + hζ)): its P⁻¹ is a·v, and the rest
+    // point forces (springs, servo, contact). The inertia term (ρ − (1 − s)hζ)Mv of the
+    // kick's right-hand side is aPv − aθh²K_M·Kv (`Derived::inertia_share`): its P⁻¹ is a·v, and the rest
     // is the θ' = (1 − a)θ of the bending. The multiple c·Gq of J enters as c·P⁻¹Gq = c·w
     // (a column of the same pass), so the pass over P⁻¹ need not wait for the quadratic
     // forms. Both a·v and c·w are added where z is read, not stored: the velocity
@@ -879,7 +880,13 @@ fn leg_forces<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let c_gq = (m.p.lambda * jv - m.d.h * pen) * 2.0;
     r[0] = m.d.h.mul_add::<F>(base_force[0], r[0]);
     r[2 * n] = m.d.h.mul_add::<F>(base_force[1], r[2 * n]);
-    let (b1, d1) = (q[ib], q[id]);
+    // ∇ψ at q + lead·v: the step's end where the velocity terms are centred (the
+    // middle of the drift that v⁺ drives), else the midpoint (lead 0).
+    let lead = m.d.servo_lead;
+    let (b1, d1) = (
+        lead.mul_add::<F>(v[ib], q[ib]),
+        lead.mul_add::<F>(v[id], q[id]),
+    );
     let inv_r2 = L::splat(1.0) / (b1 * b1 + d1 * d1);
     let (gb, gd) = (-d1 * inv_r2, b1 * inv_r2);
     let h_servo = m.d.h * m.legs[leg].k_p * m.legs[leg].omega;
@@ -1384,13 +1391,19 @@ fn body_kick<const W: usize, const F: bool>(
         body_kick_law::<W, F>(m, st, body_pull, dampers, load);
         return;
     }
-    v[o] = (mass * v[o] + h * (mass * m.p.g + load[0])) / (mass + h * m.p.zeta);
-    v[o + 1] = (mass * v[o + 1] + h * load[1]) / (mass + h * m.p.zeta);
-    v[o + 2] = (m.d.inertia * v[o + 2] + h * load[2]) / (m.d.inertia + h * m.d.zeta_l2);
+    // (m + s·hζ)v⁺ = (m − (1 − s)hζ)v + h·F, s the drag's share at the new velocity.
+    let (kept, turn_kept) = (
+        mass - m.d.body_drag_old,
+        m.d.inertia - m.d.body_turn_drag_old,
+    );
+    v[o] = (kept * v[o] + h * (mass * m.p.g + load[0])) / (mass + m.d.body_drag);
+    v[o + 1] = (kept * v[o + 1] + h * load[1]) / (mass + m.d.body_drag);
+    v[o + 2] = (turn_kept * v[o + 2] + h * load[2]) / (m.d.inertia + m.d.body_turn_drag);
 }
 
-/// The body kick under the coupling's law: (M_b + hZ + hA)·v_b⁺ = M_b·v_b + h(F +
-/// Σ G_i·u_i⁺), with M_b = diag(m, m, I_b), Z its viscous damping, A and G_i from
+/// The body kick under the coupling's law: (M_b + s·hZ + hA)·v_b⁺ = (M_b − (1 − s)hZ)·v_b + h(F +
+/// Σ G_i·u_i⁺), with M_b = diag(m, m, I_b), Z its viscous damping (s its share at the new
+/// velocity, `record::KickForm`), A and G_i from
 /// [`spring_loads_law`] and u_i⁺ the bases' velocities after the legs' kicks: the
 /// dampers at the body implicit in its own velocity (Gauss–Seidel after the legs), so a
 /// body that moves with its bases feels none of them. The 3×3 system by symmetric
@@ -1417,12 +1430,13 @@ fn body_kick_law<const W: usize, const F: bool>(
         }
     }
     // The linear kick's right-hand sides and diagonal, then the dampers'.
-    let r0 = mass * v[o] + h * (mass * m.p.g + load[0]) + h * pull[0];
-    let r1 = mass * v[o + 1] + h * load[1] + h * pull[1];
-    let r2 = inertia * v[o + 2] + h * load[2] + h * pull[2];
-    let xx = mass + h * m.p.zeta + h * a[0];
-    let yy = mass + h * m.p.zeta + h * a[1];
-    let tt = inertia + h * m.d.zeta_l2 + h * a[2];
+    let (kept, turn_kept) = (mass - m.d.body_drag_old, inertia - m.d.body_turn_drag_old);
+    let r0 = kept * v[o] + h * (mass * m.p.g + load[0]) + h * pull[0];
+    let r1 = kept * v[o + 1] + h * load[1] + h * pull[1];
+    let r2 = turn_kept * v[o + 2] + h * load[2] + h * pull[2];
+    let xx = mass + m.d.body_drag + h * a[0];
+    let yy = mass + m.d.body_drag + h * a[1];
+    let tt = inertia + m.d.body_turn_drag + h * a[2];
     let [xy, xt, yt] = [h * a[3], h * a[4], h * a[5]];
     let [l10, l20] = [xy / xx, xt / xx];
     let (yy1, yt1, tt1) = (yy - l10 * xy, yt - l20 * xy, tt - l20 * xt);
