@@ -409,3 +409,48 @@ impl InstanceRecord {
         !self.flat || self.params.mu_c != 0.0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Params;
+
+    /// The uncentred form is `dkd-dc`'s kick to the bit: the drag all at the new velocity
+    /// (a = ρ/(ρ + hζ), the body's m + hζ), none of it at the incoming one, and the servo's
+    /// gradient at the midpoint. The centred form splits the drag in halves and leads the
+    /// gradient by h/2.
+    #[test]
+    fn the_kick_forms_take_the_drag_and_the_servo_as_stated() {
+        let p = Params {
+            zeta: 7.0,
+            rho: 1.3,
+            ..Params::default()
+        };
+        let robot = Robot::new(&p);
+        let h = 3e-4;
+        let plain = InstanceRecord::new(&robot, h, 0.25).derived;
+        let turn = h * (p.zeta * p.leg_length * p.leg_length);
+        assert_eq!(plain.inertia_share, p.rho / (p.rho + h * p.zeta));
+        assert_eq!([plain.body_drag, plain.body_turn_drag], [h * p.zeta, turn]);
+        assert_eq!(
+            [
+                plain.body_drag_old,
+                plain.body_turn_drag_old,
+                plain.servo_lead
+            ],
+            [0.0; 3]
+        );
+        let form = KickForm {
+            theta: 0.25,
+            centred: true,
+        };
+        let centred = InstanceRecord::with_form(&robot, h, form).derived;
+        let half = 0.5 * h * p.zeta;
+        assert!((centred.inertia_share - (p.rho - half) / (p.rho + half)).abs() < 1e-15);
+        assert_eq!(centred.body_drag, centred.body_drag_old);
+        assert!((centred.body_drag - half).abs() < 1e-18);
+        assert_eq!(centred.body_turn_drag, centred.body_turn_drag_old);
+        assert!((centred.body_turn_drag - 0.5 * turn).abs() < 1e-18);
+        assert_eq!(centred.servo_lead, 0.5 * h);
+    }
+}

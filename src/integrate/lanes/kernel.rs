@@ -6,11 +6,11 @@
 //! Per leg the kick solves (P + UUᵀ) v⁺ = r with P = (ρ + s·hζ)M + θh²K_M·K constant
 //! (s the drag's share at the new velocity, `record::KickForm`),
 //! U = [√(λ(1+2hημ))·J, √(hK_p)·∇ψ, √(hν)·e_tip]: z = P⁻¹r and P⁻¹J by P's band LDLᵀ
-//! (`hermite::BandLdlt`; the inertia part of r needs no product: P⁻¹(ρ − (1 − s)hζ)Mv =
-//! a·v, a = (ρ − (1 − s)hζ)/(ρ + s·hζ), with the bending at q − (1 − a)θhv), the servo and friction columns
-//! of P⁻¹ read directly, a 3×3 LDLᵀ for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y;
-//! last the touchdown correction of v⁺ and of the leg's midpoint (docs/integrators.md,
-//! "Touchdown").
+//! (`hermite::BandLdlt`; the inertia part of r needs no product:
+//! P⁻¹(ρ − (1 − s)hζ)Mv = a·v, a = (ρ − (1 − s)hζ)/(ρ + s·hζ), with the bending at
+//! q − (1 − a)θhv), the servo and friction columns of P⁻¹ read directly, a 3×3 LDLᵀ
+//! for y = (I + UᵀP⁻¹U)⁻¹Uᵀz, then v⁺ = z − P⁻¹U·y; last the touchdown correction of
+//! v⁺ and of the leg's midpoint (docs/integrators.md, "Touchdown").
 //!
 //! The step is bound by the vector units' issue rate, so what counts is instructions:
 //! the node loops of the solves are written out per node (`each_node!`) where the
@@ -872,8 +872,8 @@ fn leg_forces<const W: usize, const F: bool, const NN: usize, E: Entry<W>>(
     let pen = (m.p.lambda * 2.0 + m.d.lambda_2etamu * m.d.h) * vgv + m.d.lambda_eta2 * residual;
     // Right-hand side r' = λJ(Jᵀv) + h·F, F = −K_M·K(q − θ'hv) − pen·J + weight + the
     // point forces (springs, servo, contact). The inertia term (ρ − (1 − s)hζ)Mv of the
-    // kick's right-hand side is aPv − aθh²K_M·Kv (`Derived::inertia_share`): its P⁻¹ is a·v, and the rest
-    // is the θ' = (1 − a)θ of the bending. The multiple c·Gq of J enters as c·P⁻¹Gq = c·w
+    // kick's right-hand side is aPv − aθh²K_M·Kv (`Derived::inertia_share`): its P⁻¹ is
+    // a·v, and the rest is the θ' = (1 − a)θ of the bending. The multiple c·Gq of J enters as c·P⁻¹Gq = c·w
     // (a column of the same pass), so the pass over P⁻¹ need not wait for the quadratic
     // forms. Both a·v and c·w are added where z is read, not stored: the velocity
     // update takes c·w in with the constraint column's own multiple of w.
@@ -1401,14 +1401,14 @@ fn body_kick<const W: usize, const F: bool>(
     v[o + 2] = (turn_kept * v[o + 2] + h * load[2]) / (m.d.inertia + m.d.body_turn_drag);
 }
 
-/// The body kick under the coupling's law: (M_b + s·hZ + hA)·v_b⁺ = (M_b − (1 − s)hZ)·v_b + h(F +
-/// Σ G_i·u_i⁺), with M_b = diag(m, m, I_b), Z its viscous damping (s its share at the new
-/// velocity, `record::KickForm`), A and G_i from
-/// [`spring_loads_law`] and u_i⁺ the bases' velocities after the legs' kicks: the
-/// dampers at the body implicit in its own velocity (Gauss–Seidel after the legs), so a
-/// body that moves with its bases feels none of them. The 3×3 system by symmetric
-/// elimination, which gives a lane whose dampers are zero the bits of the linear
-/// coupling's kick (its zeros add and multiply exactly).
+/// The body kick under the coupling's law:
+/// (M_b + s·hZ + hA)·v_b⁺ = (M_b − (1 − s)hZ)·v_b + h(F + Σ G_i·u_i⁺), with
+/// M_b = diag(m, m, I_b), Z its viscous damping (s its share at the new velocity,
+/// `record::KickForm`), A and G_i from [`spring_loads_law`] and u_i⁺ the bases'
+/// velocities after the legs' kicks: the dampers at the body implicit in its own velocity
+/// (Gauss–Seidel after the legs), so a body that moves with its bases feels none of them.
+/// The 3×3 system by symmetric elimination, which gives a lane whose dampers are zero the
+/// bits of the linear coupling's kick (its zeros add and multiply exactly).
 #[inline(always)]
 fn body_kick_law<const W: usize, const F: bool>(
     m: &BlockModel<W>,
