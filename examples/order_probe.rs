@@ -11,8 +11,11 @@
 //! (`zeta=0`, `omega=0`, `x_t=100` lifts the ground out of reach) show which term carries
 //! the leading error.
 
+#[path = "common/probe.rs"]
+mod probe;
+
 use metachron::batch::{run_point, Engine};
-use metachron::integrate::dkd::{DkdSettings, Scheme};
+use metachron::integrate::dkd::DkdSettings;
 use metachron::sample::Sample;
 use metachron::simulate::RunConfig;
 
@@ -21,13 +24,10 @@ const STEPS: [f64; 3] = [10.0, 20.0, 40.0];
 /// Where the errors are read (a sample time, s).
 const AT: f64 = 0.2;
 
+/// A point over 0.3 s sampled every millisecond.
 fn point(overrides: &str) -> RunConfig {
-    let mut cfg = RunConfig::default();
-    cfg.params.t_final = 0.3;
+    let mut cfg = probe::point(overrides.split(','), 0.3);
     cfg.metrics.dt_out = 1e-3;
-    for o in overrides.split(',').filter(|o| !o.is_empty()) {
-        cfg.params.apply_override(o).expect("a known parameter");
-    }
     cfg.validate().expect("a valid point");
     cfg
 }
@@ -55,16 +55,7 @@ fn at(cfg: &RunConfig, engine: &Engine) -> [(&'static str, f64); 6] {
 }
 
 fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut scheme = Scheme::ImplicitBending;
-    if args.first().map(String::as_str) == Some("--scheme") {
-        scheme = args
-            .get(1)
-            .expect("a scheme name")
-            .parse()
-            .expect("dkd-dc or implicit-bending");
-        args.drain(..2);
-    }
+    let (scheme, args) = probe::scheme_and_args();
     println!(
         "{}: error at h = 5e-5 s, t = {AT} s (observed order: log2 e(2h)/e(h) at h = 5e-5, 2.5e-5 s)",
         scheme.name()

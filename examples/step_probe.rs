@@ -8,36 +8,23 @@
 //! metric's error in units of its tolerance (`integrate::accuracy`), signed as the fixed-step
 //! run minus the reference; metrics within 0.1 of their tolerance are left out.
 
+#[path = "common/probe.rs"]
+mod probe;
+
 use metachron::batch::{run_batch, Engine};
 use metachron::integrate::accuracy::{deviations, Tolerances};
-use metachron::integrate::dkd::{DkdSettings, Scheme};
+use metachron::integrate::dkd::DkdSettings;
 use metachron::simulate::RunConfig;
 
 /// Steps per output interval (0.01 s): 1.04e-4 s to 1.67e-3 s.
 const STEPS: [f64; 7] = [96.0, 48.0, 24.0, 16.0, 12.0, 8.0, 6.0];
 
-fn point(overrides: &str) -> RunConfig {
-    let mut cfg = RunConfig::default();
-    cfg.params.t_final = 3.0;
-    for o in overrides.split(',').filter(|o| !o.is_empty()) {
-        cfg.params.apply_override(o).expect("a known parameter");
-    }
-    cfg.validate().expect("a valid point");
-    cfg
-}
-
 fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let mut scheme = Scheme::ImplicitBending;
-    if args.first().map(String::as_str) == Some("--scheme") {
-        scheme = args
-            .get(1)
-            .expect("a scheme name")
-            .parse()
-            .expect("dkd-dc or implicit-bending");
-        args.drain(..2);
-    }
-    let cfgs: Vec<RunConfig> = args.iter().map(|a| point(a)).collect();
+    let (scheme, args) = probe::scheme_and_args();
+    let cfgs: Vec<RunConfig> = args
+        .iter()
+        .map(|a| probe::point(a.split(','), 3.0))
+        .collect();
     let reference: Vec<_> = run_batch(&cfgs, &Engine::Reference)
         .into_iter()
         .map(|r| r.expect("the reference runs").metrics)

@@ -10,6 +10,9 @@
 //! (`integrate::accuracy`; ≤ 1 keeps the batch engines' promise) and which metric, or
 //! `div.` where the run diverged.
 
+#[path = "common/probe.rs"]
+mod probe;
+
 use metachron::batch::{run_batch, Engine};
 use metachron::integrate::accuracy::{worst, Tolerances};
 use metachron::integrate::dkd::{DkdSettings, Scheme};
@@ -19,13 +22,7 @@ use metachron::simulate::RunConfig;
 
 /// A point over 3 s (window from 1.5 s).
 fn point(overrides: &[&str]) -> RunConfig {
-    let mut cfg = RunConfig::default();
-    cfg.params.t_final = 3.0;
-    for o in overrides {
-        cfg.params.apply_override(o).expect("a known parameter");
-    }
-    cfg.validate().expect("a valid point");
-    cfg
+    probe::point(overrides.iter().copied(), 3.0)
 }
 
 /// The validation points, leg stiffness both ways, the grounds, the couple and the
