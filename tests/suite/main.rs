@@ -26,6 +26,7 @@ mod gpu_vs_cpu;
 mod guarded_files;
 mod hostile_inputs;
 mod model_analytic;
+mod observed_order;
 mod outputs_and_cli;
 mod readme_examples;
 mod reference;
