@@ -59,9 +59,7 @@ macro_rules! constants {
 pub struct Context<'a> {
     pub robot: &'a Robot,
     pub h: f64,
-    pub theta: f64,
-    /// The kick's velocity terms centred on the step ([`KickForm::centred`]).
-    pub centred: bool,
+    pub form: KickForm,
 }
 
 /// How the kick takes its terms: the bending's implicitness θ, and whether its velocity
@@ -101,22 +99,21 @@ impl Context<'_> {
         harmonic(&self.robot.terrain, m)
     }
 
-    /// The drag's share taken at the new velocity: 1 (backward Euler), or ½ (the
-    /// trapezoidal rule) where the velocity terms are centred.
-    fn drag_new_share(&self) -> f64 {
-        if self.centred {
-            0.5
-        } else {
-            1.0
-        }
+    /// A drag impulse factor h·c split into its parts at the new velocity and at the
+    /// incoming one: (s·hc, (1 − s)·hc), s = 1 (backward Euler), or ½ (the trapezoidal
+    /// rule) where the velocity terms are centred. At s = 1 the parts are hc and 0
+    /// exactly.
+    fn drag_split(&self, c: f64) -> [f64; 2] {
+        let s = if self.form.centred { 0.5 } else { 1.0 };
+        [s * self.h * c, (1.0 - s) * self.h * c]
     }
 
     /// a = (ρ − (1 − s)hζ)/(ρ + s·hζ), s the drag's new share (a = ρ/(ρ + hζ) at s = 1):
     /// the kick's inertia term (ρ − (1 − s)hζ)Mv is a·Pv − aθh²K_M·Kv − a·hC_b·E₁v.
     fn inertia_share(&self) -> f64 {
         let p = &self.robot.p;
-        let s = self.drag_new_share();
-        (p.rho - (1.0 - s) * self.h * p.zeta) / (p.rho + s * self.h * p.zeta)
+        let [new, old] = self.drag_split(p.zeta);
+        (p.rho - old) / (p.rho + new)
     }
 
     /// ζℓ²: the body's rotational damping.
@@ -156,7 +153,7 @@ constants! {
     inertia_share = c.inertia_share();
     /// θ'h = (1 − a)θh: the kick's bending is taken at q − θ'hv once its inertia term
     /// has been rewritten through P.
-    theta_h = (1.0 - c.inertia_share()) * c.theta * c.h;
+    theta_h = (1.0 - c.inertia_share()) * c.form.theta * c.h;
     /// λη² and 2λημ: the penalty's stiffness and damping factors.
     lambda_eta2 = c.robot.p.lambda * c.robot.p.eta * c.robot.p.eta;
     lambda_2etamu = c.robot.p.lambda * c.robot.p.eta * c.robot.p.mu * 2.0;
@@ -174,13 +171,13 @@ constants! {
     /// The body's drag impulse factors at the new velocity, s·hζ and s·hζℓ² (s the
     /// drag's new share, [`KickForm::centred`]), and at the incoming one, (1 − s)·hζ and
     /// (1 − s)·hζℓ²: (m + s·hζ)v⁺ = (m − (1 − s)hζ)v + h·F, and ζℓ² for the rotation.
-    body_drag = c.drag_new_share() * c.h * c.robot.p.zeta;
-    body_drag_old = (1.0 - c.drag_new_share()) * c.h * c.robot.p.zeta;
-    body_turn_drag = c.drag_new_share() * (c.h * c.zeta_l2());
-    body_turn_drag_old = (1.0 - c.drag_new_share()) * (c.h * c.zeta_l2());
+    body_drag = c.drag_split(c.robot.p.zeta)[0];
+    body_drag_old = c.drag_split(c.robot.p.zeta)[1];
+    body_turn_drag = c.drag_split(c.zeta_l2())[0];
+    body_turn_drag_old = c.drag_split(c.zeta_l2())[1];
     /// How far ahead of the midpoint the servo takes its gradient ∇ψ, along the incoming
     /// velocity: h/2 where the velocity terms are centred (the step's end), else 0.
-    servo_lead = if c.centred { 0.5 * c.h } else { 0.0 };
+    servo_lead = if c.form.centred { 0.5 * c.h } else { 0.0 };
     /// The body's moment of inertia I_b.
     inertia = c.robot.body.inertia;
     /// Body-frame anchors B_1 and B_{N+2} of the end springs.
@@ -272,12 +269,12 @@ pub struct MatrixSet {
 
 impl MatrixSet {
     fn new(c: &Context) -> MatrixSet {
-        let (robot, h, theta) = (c.robot, c.h, c.theta);
+        let (robot, h, theta) = (c.robot, c.h, c.form.theta);
         let p = &robot.p;
         let m = 2 * robot.n_nodes;
         let mut pm = Dense::zeros(m);
         pm.nodes = robot.fe.mass.nodes;
-        let drag = c.drag_new_share() * h * p.zeta;
+        let [drag, _] = c.drag_split(p.zeta);
         for i in 0..m * m {
             pm.a[i] =
                 (p.rho + drag) * robot.fe.mass.a[i] + theta * h * h * p.k_m * robot.fe.bending.a[i];
@@ -348,13 +345,7 @@ impl InstanceRecord {
 
     /// The record of `robot` stepped with h under the kick's `form`.
     pub fn with_form(robot: &Robot, h: f64, form: KickForm) -> InstanceRecord {
-        let (theta, centred) = (form.theta, form.centred);
-        let c = Context {
-            robot,
-            h,
-            theta,
-            centred,
-        };
+        let c = Context { robot, h, form };
         let profile = Profile::new(&robot.p);
         InstanceRecord {
             n_legs: robot.n_legs,
